@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The whole suite: prepares the node (hack/setup-node.sh), then go vet, the
+# unit tests and the integration tests against the real containerd. Runs
+# every step and exits non-zero if any failed. Needs root.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+cd "$REPO_ROOT"
+
+failed=()
+step() {
+  local name=$1 t0 rc=0
+  shift
+  echo "=== ${name}: $*"
+  t0=$(now_ms)
+  "$@" || rc=$?
+  echo "=== ${name}: $([[ $rc == 0 ]] && echo ok || echo "FAILED (exit ${rc})") in $(($(now_ms) - t0))ms"
+  ((rc == 0)) || failed+=("$name")
+}
+
+step setup bash hack/setup-node.sh
+if ((${#failed[@]})); then
+  die "node setup failed; not running tests"
+fi
+step vet go vet ./...
+step vet-integration go vet -tags integration ./test/integration/...
+step unit go test ./...
+step integration go test -tags integration -count=1 -p 1 -timeout 25m ./test/integration/...
+
+if ((${#failed[@]})); then
+  echo "FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "all steps passed"

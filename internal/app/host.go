@@ -1,0 +1,137 @@
+package app
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
+)
+
+// applyOOMScore sets the kubelet's own oom_score_adj. Lowering it needs
+// CAP_SYS_RESOURCE; without it the kubelet logs and goes on (fail soft).
+func applyOOMScore(score int32) {
+	path := fmt.Sprintf("/proc/%d/oom_score_adj", os.Getpid())
+	if err := os.WriteFile(path, []byte(strconv.Itoa(int(score))), 0o644); err != nil {
+		klog.InfoS("Cannot set the kubelet's OOM score; going on without it", "oomScoreAdj", score, "err", err)
+		return
+	}
+	klog.V(2).InfoS("Set the kubelet's OOM score", "oomScoreAdj", score)
+}
+
+// applyMaxOpenFiles raises RLIMIT_NOFILE; failure is logged, not fatal.
+func applyMaxOpenFiles(n int64) {
+	if n <= 0 {
+		return
+	}
+	lim := syscall.Rlimit{Cur: uint64(n), Max: uint64(n)}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		klog.InfoS("Cannot set the open files limit; going on without it", "maxOpenFiles", n, "err", err)
+	}
+}
+
+// nodeIPs returns the node's addresses: --node-ip when given, else the
+// addresses the node name resolves to, else the first global unicast
+// address of an interface that is up.
+func nodeIPs(nodeIP, nodeName string) ([]string, error) {
+	if nodeIP != "" {
+		var out []string
+		for _, s := range splitComma(nodeIP) {
+			ip := net.ParseIP(s)
+			if ip == nil {
+				return nil, fmt.Errorf("--node-ip %q is not an IP address", s)
+			}
+			out = append(out, ip.String())
+		}
+		return out, nil
+	}
+	if addrs, err := net.LookupIP(nodeName); err == nil {
+		for _, ip := range addrs {
+			if ip.To4() != nil && !ip.IsLoopback() {
+				return []string{ip.String()}, nil
+			}
+		}
+	}
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return nil, fmt.Errorf("list network interfaces: %w", err)
+	}
+	var fallback string
+	for _, iface := range ifaces {
+		if iface.Flags&net.FlagUp == 0 || iface.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := iface.Addrs()
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok || ipn.IP.To4() == nil || !ipn.IP.IsGlobalUnicast() {
+				continue
+			}
+			if iface.Name == "cni0" || iface.Name == "docker0" {
+				if fallback == "" {
+					fallback = ipn.IP.String()
+				}
+				continue
+			}
+			return []string{ipn.IP.String()}, nil
+		}
+	}
+	if fallback != "" {
+		return []string{fallback}, nil
+	}
+	return []string{"127.0.0.1"}, nil
+}
+
+func splitComma(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' {
+			if i > start {
+				out = append(out, s[start:i])
+			}
+			start = i + 1
+		}
+	}
+	return out
+}
+
+// acquireLock takes an exclusive flock on path, waiting for it as upstream.
+func acquireLock(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock file %s: %w", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// watchLockContention calls onContention when another process opens the
+// lock file (--exit-on-lock-contention).
+func watchLockContention(path string, onContention func()) error {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("inotify: %w", err)
+	}
+	if _, err := unix.InotifyAddWatch(fd, path, unix.IN_OPEN|unix.IN_DELETE_SELF); err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("watch lock file %s: %w", path, err)
+	}
+	go func() {
+		buf := make([]byte, unix.SizeofInotifyEvent*16+unix.NAME_MAX+1)
+		for {
+			n, err := unix.Read(fd, buf)
+			if err != nil || n > 0 {
+				onContention()
+				return
+			}
+		}
+	}()
+	return nil
+}

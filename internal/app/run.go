@@ -1,0 +1,268 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/app/options"
+	"github.com/seed-kubelet/kubelet/internal/config"
+	"github.com/seed-kubelet/kubelet/internal/cri"
+	"github.com/seed-kubelet/kubelet/internal/criconfig"
+	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
+	"github.com/seed-kubelet/kubelet/internal/pleg"
+	"github.com/seed-kubelet/kubelet/internal/pod"
+	"github.com/seed-kubelet/kubelet/internal/podsync"
+	"github.com/seed-kubelet/kubelet/internal/podworkers"
+	"github.com/seed-kubelet/kubelet/internal/server"
+	"github.com/seed-kubelet/kubelet/internal/status"
+	"github.com/seed-kubelet/kubelet/internal/syncloop"
+)
+
+// ErrLockContention is returned when another process opened the lock file.
+var ErrLockContention = errors.New("another process opened the kubelet lock file")
+
+// Run starts the kubelet and blocks until ctx ends or it fails.
+func Run(ctx context.Context, o *options.Options) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	cfg, flags := o.Config, o.Flags
+	clk := clock.RealClock{}
+
+	if flags.LockFilePath != "" {
+		lock, err := acquireLock(flags.LockFilePath)
+		if err != nil {
+			return err
+		}
+		defer lock.Close()
+		if flags.ExitOnLockContention {
+			if err := watchLockContention(flags.LockFilePath, func() { cancel(ErrLockContention) }); err != nil {
+				return err
+			}
+		}
+	}
+	nodeName, err := options.NodeName(flags.HostnameOverride)
+	if err != nil {
+		return err
+	}
+	applyOOMScore(derefInt32(cfg.OOMScoreAdj))
+	applyMaxOpenFiles(cfg.MaxOpenFiles)
+
+	podsDir := filepath.Join(flags.RootDirectory, "pods")
+	for _, dir := range []string{flags.RootDirectory, podsDir, cfg.PodLogsDir} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("create directory %s: %w", dir, err)
+		}
+	}
+	hostIPs, err := nodeIPs(flags.NodeIP, nodeName)
+	if err != nil {
+		return err
+	}
+
+	client, err := cri.Dial(cri.Config{RuntimeEndpoint: cfg.ContainerRuntimeEndpoint, ImageEndpoint: cfg.ImageServiceEndpoint, Timeout: cfg.RuntimeRequestTimeout.Duration})
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	version, err := waitForRuntime(ctx, client.Runtime, clk)
+	if err != nil {
+		return err
+	}
+	klog.InfoS("Container runtime initialized", "containerRuntime", version.RuntimeName, "version", version.RuntimeVersion, "apiVersion", version.RuntimeApiVersion)
+
+	machineMemory := machineMemoryBytes()
+	recorder := events.LogRecorder{}
+	puller := kuberuntime.NewImagePuller(kuberuntime.ImageConfig{
+		Images: client.Image, Clock: clk, Recorder: recorder,
+		SerializePulls: derefBool(cfg.SerializeImagePulls, true), MaxParallelPulls: int(derefInt32(cfg.MaxParallelImagePulls)),
+		QPS: derefInt32AsFloat(cfg.RegistryPullQPS), Burst: int(cfg.RegistryBurst),
+	})
+	runtimeMgr := kuberuntime.NewManager(kuberuntime.Config{
+		Runtime: client.Runtime, Images: puller, Clock: clk, Recorder: recorder,
+		Spec: criconfig.Options{
+			NodeName: nodeName, PodLogsDir: cfg.PodLogsDir, ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain,
+			ResolvConf: derefString(cfg.ResolverConfig), MachineMemoryBytes: machineMemory, MachineCPUMilli: int64(runtime.NumCPU()) * 1000,
+		},
+		PodsDir: podsDir, ContainerLogsDir: "/var/log/containers", HostIPs: hostIPs,
+	})
+	statusMgr := status.NewManager(nil)
+	syncer := podsync.New(podsync.Config{
+		Runtime: runtimeMgr, Status: statusMgr, Clock: clk, HostIPs: hostIPs,
+		RuntimeName: version.RuntimeName, MaxDeadPerContainer: 1,
+	})
+
+	podCfg := config.NewPodConfig(config.MuxConfig{Context: ctx, Clock: clk})
+	sources := sets.New[string]()
+	if cfg.StaticPodPath != "" {
+		sources.Insert(config.FileSource)
+		go config.RunFileSource(ctx, config.FileSourceConfig{
+			Path: cfg.StaticPodPath, NodeName: nodeName, Period: cfg.FileCheckFrequency.Duration,
+			Clock: clk, Out: podCfg.Channel(config.FileSource),
+		})
+	}
+	if cfg.StaticPodURL != "" {
+		sources.Insert(config.HTTPSource)
+		go config.RunURLSource(ctx, config.URLSourceConfig{
+			URL: cfg.StaticPodURL, Header: cfg.StaticPodURLHeader, NodeName: nodeName,
+			Period: cfg.HTTPCheckFrequency.Duration, Client: &http.Client{Timeout: 10 * time.Second},
+			Clock: clk, Out: podCfg.Channel(config.HTTPSource),
+		})
+	}
+	if flags.KubeConfig != "" {
+		return fmt.Errorf("--kubeconfig: cluster mode is not available in this build yet; run without it for a standalone node")
+	}
+	if sources.Len() == 0 {
+		klog.InfoS("No pod sources configured (staticPodPath, staticPodURL or --kubeconfig); the kubelet will run no pods")
+	}
+	sourcesReady := func() bool { return podCfg.SeenAllSources(sources) }
+
+	if cfg.RunOnce {
+		return runOnce(ctx, runOnceConfig{Updates: podCfg.Updates(), SourcesReady: sourcesReady, Syncer: syncer, Runtime: runtimeMgr, Status: statusMgr, Clock: clk, Out: os.Stdout})
+	}
+
+	workers := podworkers.New(ctx, podworkers.Config{
+		Syncer: syncer, Clock: clk, ResyncInterval: cfg.SyncFrequency.Duration, BackOffPeriod: 10 * time.Second,
+	})
+	p := pleg.New(pleg.Config{
+		Lister: runtimeMgr, Clock: clk, Events: client.Runtime,
+		RelistPeriod: time.Second, StreamRelistPeriod: 10 * time.Second, RelistThreshold: 3 * time.Minute,
+	})
+	go p.Run(ctx)
+
+	runtimeHealth := &runtimeHealth{}
+	go runtimeHealth.run(ctx, client.Runtime, clk)
+	checks := []server.HealthCheck{
+		{Name: "ping", Check: func() error { return nil }},
+		{Name: "pleg", Check: func() error { _, err := p.Healthy(); return err }},
+		{Name: "runtime", Check: runtimeHealth.err},
+	}
+	podMgr := pod.NewManager()
+	if cfg.HealthzPort != nil && *cfg.HealthzPort > 0 {
+		addr := net.JoinHostPort(cfg.HealthzBindAddress, strconv.Itoa(int(*cfg.HealthzPort)))
+		if err := server.Serve(ctx, "healthz", addr, server.HealthzMux(checks)); err != nil {
+			return err
+		}
+	}
+	if cfg.ReadOnlyPort > 0 {
+		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.ReadOnlyPort)))
+		if err := server.Serve(ctx, "read-only", addr, server.ReadOnlyMux(podMgr, statusMgr, checks)); err != nil {
+			return err
+		}
+	}
+
+	dispatcher := syncloop.NewDispatcher(syncloop.DispatcherConfig{
+		Pods: podMgr, Workers: workers, Runtime: runtimeMgr, SourcesReady: sourcesReady,
+	})
+	syncTicker := clk.NewTicker(time.Second)
+	defer syncTicker.Stop()
+	hkTicker := clk.NewTicker(2 * time.Second)
+	defer hkTicker.Stop()
+	klog.InfoS("Kubelet started", "nodeName", nodeName, "nodeIPs", hostIPs, "sources", sets.List(sources))
+	syncloop.Run(ctx, syncloop.Channels{
+		Config: podCfg.Updates(), PLEG: p.Events(), Sync: syncTicker.C(), Housekeeping: hkTicker.C(),
+	}, dispatcher)
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// waitForRuntime retries Version with back-off until the runtime answers.
+func waitForRuntime(ctx context.Context, rs runtimeapi.RuntimeServiceClient, clk clock.Clock) (*runtimeapi.VersionResponse, error) {
+	delay := 500 * time.Millisecond
+	for {
+		v, err := rs.Version(ctx, &runtimeapi.VersionRequest{})
+		if err == nil {
+			return v, nil
+		}
+		klog.ErrorS(err, "Container runtime is not reachable yet, retrying", "after", delay)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("container runtime never became reachable: %w", err)
+		case <-clk.After(delay):
+		}
+		if delay < 30*time.Second {
+			delay *= 2
+		}
+	}
+}
+
+// runtimeHealth polls the runtime's Status so healthz can report it.
+type runtimeHealth struct {
+	mu   sync.Mutex
+	last error
+}
+
+func (h *runtimeHealth) err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last
+}
+
+func (h *runtimeHealth) run(ctx context.Context, rs runtimeapi.RuntimeServiceClient, clk clock.Clock) {
+	for {
+		resp, err := rs.Status(ctx, &runtimeapi.StatusRequest{})
+		if err == nil {
+			for _, c := range resp.GetStatus().GetConditions() {
+				if c.Type == runtimeapi.RuntimeReady && !c.Status {
+					err = fmt.Errorf("container runtime is not ready: %s: %s", c.Reason, c.Message)
+				}
+			}
+		} else {
+			err = fmt.Errorf("container runtime is down: %w", err)
+		}
+		h.mu.Lock()
+		h.last = err
+		h.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-clk.After(5 * time.Second):
+		}
+	}
+}
+
+func machineMemoryBytes() int64 {
+	var info syscallSysinfo
+	if sysinfo(&info) == nil {
+		return info.total
+	}
+	return 0
+}
+
+func derefInt32(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func derefInt32AsFloat(p *int32) float32 { return float32(derefInt32(p)) }
+
+func derefBool(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func derefString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

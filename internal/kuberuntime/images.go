@@ -1,0 +1,168 @@
+package kuberuntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/flowcontrol"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/backoff"
+	"github.com/seed-kubelet/kubelet/internal/events"
+)
+
+// Image errors; their text is the waiting reason upstream reports.
+var (
+	ErrImagePull      = errors.New("ErrImagePull")
+	ErrImagePullBack  = errors.New("ImagePullBackOff")
+	ErrImageNeverPull = errors.New("ErrImageNeverPull")
+	ErrImageInspect   = errors.New("ImageInspectError")
+	ErrInvalidImage   = errors.New("InvalidImageName")
+	ErrPullQPS        = errors.New("pull QPS exceeded")
+)
+
+// ImageConfig configures an ImagePuller.
+type ImageConfig struct {
+	Images runtimeapi.ImageServiceClient // required
+	Clock  clock.Clock                   // required
+	// Recorder receives Pulling/Pulled/Failed/BackOff events. Required.
+	Recorder events.Recorder
+	// SerializePulls allows one pull at a time (serializeImagePulls).
+	SerializePulls bool
+	// MaxParallelPulls bounds concurrent pulls when not serialized; 0 = no bound.
+	MaxParallelPulls int
+	// QPS and Burst rate-limit pulls (registryPullQPS/registryBurst); QPS 0 = no limit.
+	QPS   float32
+	Burst int
+	// PullTimeout bounds one pull; zero means none beyond ctx.
+	PullTimeout time.Duration
+}
+
+// ImagePuller makes sure a container's image is present, by its pull policy,
+// with back-off after failed pulls.
+type ImagePuller struct {
+	cfg     ImageConfig
+	backoff *backoff.Backoff
+	slots   chan struct{}
+	limiter flowcontrol.RateLimiter
+}
+
+// NewImagePuller returns an ImagePuller.
+func NewImagePuller(cfg ImageConfig) *ImagePuller {
+	p := &ImagePuller{cfg: cfg, backoff: backoff.New(10*time.Second, 300*time.Second, cfg.Clock)}
+	switch {
+	case cfg.SerializePulls:
+		p.slots = make(chan struct{}, 1)
+	case cfg.MaxParallelPulls > 0:
+		p.slots = make(chan struct{}, cfg.MaxParallelPulls)
+	}
+	if cfg.QPS > 0 {
+		burst := cfg.Burst
+		if burst < 1 {
+			burst = 1
+		}
+		p.limiter = flowcontrol.NewTokenBucketRateLimiterWithClock(cfg.QPS, burst, cfg.Clock)
+	}
+	return p
+}
+
+// PullCredentials supplies registry credentials for an image (cluster mode).
+type PullCredentials func(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig
+
+// EnsureImage returns the image reference the runtime knows the container's
+// image by, pulling it when the policy says so. Errors wrap the Err* values.
+func (p *ImagePuller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig, creds []*runtimeapi.AuthConfig) (string, error) {
+	image := c.Image
+	if image == "" || strings.TrimSpace(image) != image {
+		return "", fmt.Errorf("%w: Failed to apply default image tag %q", ErrInvalidImage, image)
+	}
+	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}
+	present, err := p.cfg.Images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec})
+	if err != nil {
+		p.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.InspectFailed, "Failed to inspect image %q: %v", image, err)
+		return "", fmt.Errorf("%w: Failed to inspect image %q: %v", ErrImageInspect, image, err)
+	}
+	ref := present.GetImage().GetId()
+	policy := c.ImagePullPolicy
+	if ref != "" && policy != v1.PullAlways {
+		p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Pulled, "Container image %q already present on machine", image)
+		return ref, nil
+	}
+	if policy == v1.PullNever {
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
+		p.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.ErrImageNeverPull, "%s", msg)
+		return "", fmt.Errorf("%w: %s", ErrImageNeverPull, msg)
+	}
+	key := string(pod.UID) + "/" + image
+	if p.backoff.Remaining(key, p.cfg.Clock.Now()) > 0 {
+		msg := fmt.Sprintf("Back-off pulling image %q", image)
+		p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.BackOff, "%s", msg)
+		return "", fmt.Errorf("%w: %s", ErrImagePullBack, msg)
+	}
+	ref, err = p.pull(ctx, pod, spec, sandbox, creds)
+	if err != nil {
+		p.backoff.Next(key, p.cfg.Clock.Now())
+		return "", err
+	}
+	p.backoff.Reset(key)
+	return ref, nil
+}
+
+// RetryAfter is how long until a pull of image for pod may be tried again.
+func (p *ImagePuller) RetryAfter(pod *v1.Pod, image string) time.Duration {
+	return p.backoff.Remaining(string(pod.UID)+"/"+image, p.cfg.Clock.Now())
+}
+
+func (p *ImagePuller) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, sandbox *runtimeapi.PodSandboxConfig, creds []*runtimeapi.AuthConfig) (string, error) {
+	image := spec.Image
+	if p.limiter != nil && !p.limiter.TryAccept() {
+		p.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Failed to pull image %q: %v", image, ErrPullQPS)
+		return "", fmt.Errorf("%w: %w", ErrImagePull, ErrPullQPS)
+	}
+	p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Pulling, "Pulling image %q", image)
+	queued := p.cfg.Clock.Now()
+	if p.slots != nil {
+		select {
+		case p.slots <- struct{}{}:
+			defer func() { <-p.slots }()
+		case <-ctx.Done():
+			return "", fmt.Errorf("%w: %v", ErrImagePull, ctx.Err())
+		}
+	}
+	started := p.cfg.Clock.Now()
+	if p.cfg.PullTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.cfg.PullTimeout)
+		defer cancel()
+	}
+	var lastErr error
+	// Try anonymous first when no credentials, else each credential in turn.
+	auths := creds
+	if len(auths) == 0 {
+		auths = []*runtimeapi.AuthConfig{nil}
+	}
+	for _, auth := range auths {
+		resp, err := p.cfg.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec, Auth: auth, SandboxConfig: sandbox})
+		if err == nil {
+			ref := resp.GetImageRef()
+			size := ""
+			if st, err := p.cfg.Images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec}); err == nil && st.GetImage() != nil {
+				size = fmt.Sprintf(" Image size: %d bytes.", st.GetImage().GetSize())
+			}
+			now := p.cfg.Clock.Now()
+			p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Pulled, "Successfully pulled image %q in %v (%v including waiting).%s",
+				image, now.Sub(started).Round(time.Millisecond), now.Sub(queued).Round(time.Millisecond), size)
+			return ref, nil
+		}
+		lastErr = err
+	}
+	klog.V(2).InfoS("Image pull failed", "pod", klog.KObj(pod), "image", image, "err", lastErr)
+	p.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Failed to pull image %q: %v", image, lastErr)
+	return "", fmt.Errorf("%w: failed to pull and unpack image %q: %v", ErrImagePull, image, lastErr)
+}

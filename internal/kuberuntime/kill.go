@@ -1,0 +1,209 @@
+package kuberuntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/seed-kubelet/kubelet/internal/criconfig"
+	"github.com/seed-kubelet/kubelet/internal/events"
+)
+
+// GracePeriod is how long a container of pod gets to stop: the override
+// when given, else the pod's deletion grace period, else its spec's; never
+// below MinGracePeriod.
+func GracePeriod(pod *v1.Pod, override *int64) int64 {
+	g := int64(30)
+	switch {
+	case override != nil:
+		g = *override
+	case pod != nil && pod.DeletionGracePeriodSeconds != nil:
+		g = *pod.DeletionGracePeriodSeconds
+	case pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil:
+		g = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if g < MinGracePeriod {
+		g = MinGracePeriod
+	}
+	return g
+}
+
+// KillPod stops every running container of the pod in parallel, then its
+// sandboxes. pod may be nil for pods found on the runtime without a spec.
+func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, gracePeriod *int64) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for _, c := range st.Containers {
+		if c.State != StateRunning && c.State != StateCreated && c.State != StateUnknown {
+			continue
+		}
+		wg.Add(1)
+		go func(c *ContainerStatus) {
+			defer wg.Done()
+			grace := gracePeriod
+			if pod == nil && grace == nil {
+				grace = c.GracePeriod
+			}
+			if err := m.killContainer(ctx, pod, c.ID, c.Name, "", grace); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}(c)
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for _, sb := range st.Sandboxes {
+		if !sb.Ready {
+			continue
+		}
+		if _, err := m.runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.ID}); err != nil {
+			return fmt.Errorf("stop sandbox %s of pod %s/%s: %w", sb.ID, st.Namespace, st.Name, err)
+		}
+		klog.V(2).InfoS("Stopped pod sandbox", "pod", klog.KRef(st.Namespace, st.Name), "sandboxID", sb.ID)
+	}
+	return nil
+}
+
+func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id, name, message string, gracePeriod *int64) error {
+	grace := GracePeriod(pod, gracePeriod)
+	if pod != nil {
+		if message == "" {
+			message = fmt.Sprintf("Stopping container %s", name)
+		}
+		m.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Killing, "%s", message)
+	}
+	klog.V(2).InfoS("Killing container with a grace period", "pod", klog.KObj(pod), "container", name, "containerID", id, "gracePeriod", grace)
+	// The stop call itself may take the whole grace period.
+	cctx, cancel := context.WithTimeout(ctx, timeoutFor(grace))
+	defer cancel()
+	if _, err := m.runtime.StopContainer(cctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: grace}); err != nil {
+		return fmt.Errorf("stop container %q (%s): %w", name, id, err)
+	}
+	return nil
+}
+
+func timeoutFor(grace int64) time.Duration {
+	return time.Duration(grace+30) * time.Second
+}
+
+// RemovePod removes every container and sandbox of a pod from the runtime,
+// with the pod's files and log directory. Called once the pod is gone.
+func (m *Manager) RemovePod(ctx context.Context, st *PodStatus) error {
+	for _, c := range st.Containers {
+		if _, err := m.runtime.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: c.ID}); err != nil {
+			return fmt.Errorf("remove container %s of pod %s/%s: %w", c.ID, st.Namespace, st.Name, err)
+		}
+		m.unlinkContainerLog(st.Name, st.Namespace, c.Name, c.ID)
+	}
+	for _, sb := range st.Sandboxes {
+		if _, err := m.runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.ID}); err != nil {
+			return fmt.Errorf("remove sandbox %s of pod %s/%s: %w", sb.ID, st.Namespace, st.Name, err)
+		}
+	}
+	if st.UID != "" {
+		os.RemoveAll(m.PodDir(st.UID))
+		os.RemoveAll(criconfig.PodLogDir(m.cfg.Spec.PodLogsDir, st.Namespace, st.Name, st.UID))
+	}
+	return nil
+}
+
+func (m *Manager) unlinkContainerLog(podName, ns, name, id string) {
+	if m.cfg.ContainerLogsDir == "" {
+		return
+	}
+	os.Remove(filepath.Join(m.cfg.ContainerLogsDir, fmt.Sprintf("%s_%s_%s-%s.log", podName, ns, name, id)))
+}
+
+// OrphanedPodDirs lists pod directories under PodsDir and the pod log root
+// whose UID is not in keep; the caller removes them once no pod runs there.
+// A pod directory with anything mounted below it is never listed.
+func (m *Manager) OrphanedPodDirs(keep map[types.UID]bool) []string {
+	var out []string
+	mounts := mountPoints()
+	if entries, err := os.ReadDir(m.cfg.PodsDir); err == nil {
+		for _, e := range entries {
+			dir := filepath.Join(m.cfg.PodsDir, e.Name())
+			if !keep[types.UID(e.Name())] && !hasMountBelow(mounts, dir) {
+				out = append(out, dir)
+			}
+		}
+	}
+	if entries, err := os.ReadDir(m.cfg.Spec.PodLogsDir); err == nil {
+		for _, e := range entries {
+			parts := strings.Split(e.Name(), "_")
+			if len(parts) == 3 && !keep[types.UID(parts[2])] {
+				out = append(out, filepath.Join(m.cfg.Spec.PodLogsDir, e.Name()))
+			}
+		}
+	}
+	return out
+}
+
+// PruneContainers removes exited instances of each container beyond the
+// newest keep+1 (the current one and keep dead ones), and exited sandboxes
+// other than the newest, so a crash-looping pod does not pile up.
+func (m *Manager) PruneContainers(ctx context.Context, st *PodStatus, keep int) {
+	seen := map[string]int{}
+	for _, c := range st.Containers {
+		seen[c.Name]++
+		if seen[c.Name] <= keep+1 || c.State != StateExited {
+			continue
+		}
+		if _, err := m.runtime.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: c.ID}); err != nil {
+			klog.V(2).InfoS("Cannot remove dead container", "containerID", c.ID, "err", err)
+			continue
+		}
+		m.unlinkContainerLog(st.Name, st.Namespace, c.Name, c.ID)
+	}
+	inUse := map[string]bool{}
+	for _, c := range st.Containers {
+		inUse[c.SandboxID] = true
+	}
+	for i, sb := range st.Sandboxes {
+		if i == 0 || sb.Ready || inUse[sb.ID] {
+			continue
+		}
+		if _, err := m.runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.ID}); err != nil {
+			klog.V(2).InfoS("Cannot remove dead sandbox", "sandboxID", sb.ID, "err", err)
+		}
+	}
+}
+
+// mountPoints lists the mount points of this mount namespace.
+func mountPoints() []string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
+
+func hasMountBelow(mounts []string, dir string) bool {
+	for _, m := range mounts {
+		if m == dir || strings.HasPrefix(m, dir+"/") {
+			return true
+		}
+	}
+	return false
+}

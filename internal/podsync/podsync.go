@@ -1,0 +1,149 @@
+package podsync
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
+	"github.com/seed-kubelet/kubelet/internal/podstatus"
+	"github.com/seed-kubelet/kubelet/internal/podworkers"
+	"github.com/seed-kubelet/kubelet/internal/status"
+)
+
+// Runtime is the part of the runtime manager a sync uses.
+type Runtime interface {
+	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*kuberuntime.PodStatus, error)
+	SyncPod(ctx context.Context, pod *v1.Pod, st *kuberuntime.PodStatus) kuberuntime.SyncResult
+	KillPod(ctx context.Context, pod *v1.Pod, st *kuberuntime.PodStatus, gracePeriod *int64) error
+	RemovePod(ctx context.Context, st *kuberuntime.PodStatus) error
+	PruneContainers(ctx context.Context, st *kuberuntime.PodStatus, keep int)
+}
+
+var _ Runtime = (*kuberuntime.Manager)(nil)
+
+// Config configures a Syncer.
+type Config struct {
+	Runtime Runtime         // required
+	Status  *status.Manager // required
+	Clock   clock.Clock     // required
+	// HostIPs are the node's addresses (status.hostIPs).
+	HostIPs []string
+	// RuntimeName prefixes container IDs in statuses.
+	RuntimeName string
+	// MaxDeadPerContainer dead instances kept per container (1 upstream).
+	MaxDeadPerContainer int
+}
+
+// Syncer implements podworkers.Syncer.
+type Syncer struct {
+	cfg      Config
+	mu       sync.Mutex
+	failures map[types.UID]map[string]kuberuntime.ContainerFailure
+}
+
+var _ podworkers.Syncer = (*Syncer)(nil)
+
+// New returns a Syncer.
+func New(cfg Config) *Syncer {
+	return &Syncer{cfg: cfg, failures: map[types.UID]map[string]kuberuntime.ContainerFailure{}}
+}
+
+func (s *Syncer) publish(pod *v1.Pod, st *kuberuntime.PodStatus) v1.PodStatus {
+	old, _ := s.cfg.Status.Get(pod.UID)
+	s.mu.Lock()
+	failures := make(map[string]kuberuntime.ContainerFailure, len(s.failures[pod.UID]))
+	for k, v := range s.failures[pod.UID] {
+		failures[k] = v
+	}
+	s.mu.Unlock()
+	ps := podstatus.Generate(podstatus.Input{
+		Pod: pod, Runtime: st, Failures: failures, Old: old, HostIPs: s.cfg.HostIPs,
+		RuntimeName: s.cfg.RuntimeName, Now: s.cfg.Clock.Now(),
+	})
+	s.cfg.Status.Set(pod, ps)
+	return ps
+}
+
+func (s *Syncer) record(uid types.UID, res kuberuntime.SyncResult) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.failures[uid]
+	if f == nil {
+		f = map[string]kuberuntime.ContainerFailure{}
+		s.failures[uid] = f
+	}
+	for _, name := range res.Started {
+		delete(f, name)
+	}
+	for name, fail := range res.Failures {
+		f[name] = fail
+	}
+}
+
+// SyncPod publishes the pod's status and makes the runtime match its spec.
+func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, error) {
+	st, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return podworkers.Outcome{}, fmt.Errorf("get runtime status of pod %s: %w", klog.KObj(pod), err)
+	}
+	ps := s.publish(pod, st)
+	if ps.Phase == v1.PodSucceeded || ps.Phase == v1.PodFailed {
+		return podworkers.Outcome{Terminal: true}, nil
+	}
+	s.cfg.Runtime.PruneContainers(ctx, st, s.cfg.MaxDeadPerContainer)
+	res := s.cfg.Runtime.SyncPod(ctx, pod, st)
+	s.record(pod.UID, res)
+	if res.Changed || len(res.Failures) > 0 {
+		// Publish what the sync did now rather than at the next relist.
+		if st2, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
+			ps = s.publish(pod, st2)
+		}
+	}
+	out := podworkers.Outcome{RequeueAfter: res.RequeueAfter}
+	if res.Err == nil && (ps.Phase == v1.PodSucceeded || ps.Phase == v1.PodFailed) {
+		out.Terminal = true
+	}
+	return out, res.Err
+}
+
+// SyncTerminatingPod stops every container of the pod within the grace period.
+func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64) error {
+	st, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return fmt.Errorf("get runtime status of pod %s: %w", klog.KObj(pod), err)
+	}
+	if err := s.cfg.Runtime.KillPod(ctx, pod, st, gracePeriod); err != nil {
+		return fmt.Errorf("kill pod %s: %w", klog.KObj(pod), err)
+	}
+	if st2, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
+		s.publish(pod, st2)
+	}
+	klog.V(2).InfoS("Pod terminated", "pod", klog.KObj(pod), "podUID", pod.UID)
+	return nil
+}
+
+// SyncTerminatedPod removes a deleted pod's containers, sandboxes and files.
+func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, removed bool) error {
+	if !removed {
+		return nil
+	}
+	st, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return fmt.Errorf("get runtime status of pod %s: %w", klog.KObj(pod), err)
+	}
+	if err := s.cfg.Runtime.RemovePod(ctx, st); err != nil {
+		return err
+	}
+	s.cfg.Status.Delete(pod.UID)
+	s.mu.Lock()
+	delete(s.failures, pod.UID)
+	s.mu.Unlock()
+	klog.V(2).InfoS("Removed pod from the runtime", "pod", klog.KObj(pod), "podUID", pod.UID)
+	return nil
+}

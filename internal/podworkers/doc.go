@@ -1,0 +1,8 @@
+// Package podworkers owns the per-pod goroutines. Each pod moves one way
+// through syncing → terminating → terminated; updates are coalesced so the
+// newest wins, and a pod is never synced by two goroutines at once.
+//
+// Invariants: at most one worker per UID; a pod whose full name is still
+// held by another, not yet terminated, pod (an edited static pod) waits
+// until that pod has terminated before it starts.
+package podworkers

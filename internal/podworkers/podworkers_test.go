@@ -1,0 +1,181 @@
+package podworkers
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+// recorder is a Syncer that records calls and can block SyncPod.
+type recorder struct {
+	mu       sync.Mutex
+	calls    []string
+	gate     chan struct{} // when set, SyncPod waits on it
+	entered  chan struct{} // when set, SyncPod signals it first
+	terminal map[types.UID]bool
+	requeue  time.Duration
+	notify   chan string
+}
+
+func (r *recorder) add(s string) {
+	r.mu.Lock()
+	r.calls = append(r.calls, s)
+	r.mu.Unlock()
+	r.notify <- s
+}
+
+func (r *recorder) SyncPod(ctx context.Context, pod *v1.Pod) (Outcome, error) {
+	if r.entered != nil {
+		r.entered <- struct{}{}
+	}
+	if r.gate != nil {
+		<-r.gate
+	}
+	r.add("sync " + string(pod.UID) + " " + pod.Spec.NodeName)
+	return Outcome{Terminal: r.terminal[pod.UID], RequeueAfter: r.requeue}, nil
+}
+
+func (r *recorder) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace *int64) error {
+	r.add("terminating " + string(pod.UID))
+	return nil
+}
+
+func (r *recorder) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, removed bool) error {
+	if removed {
+		r.add("removed " + string(pod.UID))
+	} else {
+		r.add("terminated " + string(pod.UID))
+	}
+	return nil
+}
+
+func newTest(t *testing.T) (*PodWorkers, *recorder, *testingclock.FakeClock) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	rec := &recorder{notify: make(chan string, 100), terminal: map[types.UID]bool{}}
+	pw := New(ctx, Config{Syncer: rec, Clock: clk, ResyncInterval: time.Minute, BackOffPeriod: 10 * time.Second})
+	t.Cleanup(func() { cancel(); pw.Wait() })
+	return pw, rec, clk
+}
+
+func pod(uid, name, marker string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Name: name, Namespace: "default"}, Spec: v1.PodSpec{NodeName: marker}}
+}
+
+func expect(t *testing.T, rec *recorder, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		select {
+		case got := <-rec.notify:
+			if got != w {
+				t.Fatalf("call = %q, want %q", got, w)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("timed out waiting for %q", w)
+		}
+	}
+}
+
+func expectNothing(t *testing.T, rec *recorder) {
+	t.Helper()
+	select {
+	case got := <-rec.notify:
+		t.Fatalf("unexpected call %q", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func TestLastUpdateWins(t *testing.T) {
+	pw, rec, _ := newTest(t)
+	rec.gate = make(chan struct{})
+	rec.entered = make(chan struct{}, 10)
+	pw.UpdatePod(Update{Pod: pod("a", "web", "v1")})
+	<-rec.entered
+	// While v1 syncs, two more updates arrive: only the newest is synced next.
+	pw.UpdatePod(Update{Pod: pod("a", "web", "v2")})
+	pw.UpdatePod(Update{Pod: pod("a", "web", "v3")})
+	close(rec.gate)
+	expect(t, rec, "sync a v1", "sync a v3")
+	expectNothing(t, rec)
+}
+
+func TestRemovedPodTerminatesThenIsRemoved(t *testing.T) {
+	pw, rec, _ := newTest(t)
+	p := pod("a", "web", "v1")
+	pw.UpdatePod(Update{Pod: p})
+	expect(t, rec, "sync a v1")
+	pw.UpdatePod(Update{Pod: p, Type: Kill, Removed: true})
+	expect(t, rec, "terminating a", "removed a")
+	// Further syncs of a terminated pod do nothing.
+	pw.UpdatePod(Update{Pod: p})
+	expectNothing(t, rec)
+	if !pw.Forget("a") {
+		t.Fatal("Forget of a cleaned-up pod failed")
+	}
+	// The same UID may start again once forgotten.
+	pw.UpdatePod(Update{Pod: p})
+	expect(t, rec, "sync a v1")
+}
+
+func TestTerminalPodStopsButKeepsContainers(t *testing.T) {
+	pw, rec, _ := newTest(t)
+	rec.terminal["a"] = true
+	pw.UpdatePod(Update{Pod: pod("a", "job", "v1")})
+	expect(t, rec, "sync a v1", "terminating a", "terminated a")
+	if st := pw.States()["a"]; st.State != Terminated || st.Removed {
+		t.Fatalf("state = %+v, want terminated, not removed", st)
+	}
+}
+
+func TestEditedStaticPodWaitsForOldOne(t *testing.T) {
+	pw, rec, _ := newTest(t)
+	old, edited := pod("old", "web", "v1"), pod("new", "web", "v2")
+	pw.UpdatePod(Update{Pod: old})
+	expect(t, rec, "sync old v1")
+	// The edit arrives as REMOVE old + ADD new: the new pod must not start
+	// before the old one has terminated.
+	pw.UpdatePod(Update{Pod: old, Type: Kill, Removed: true})
+	pw.UpdatePod(Update{Pod: edited})
+	seen := []string{}
+	for len(seen) < 3 {
+		select {
+		case c := <-rec.notify:
+			seen = append(seen, c)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("timed out; calls so far %v", seen)
+		}
+	}
+	term, start := -1, -1
+	for i, c := range seen {
+		switch c {
+		case "terminating old":
+			term = i
+		case "sync new v2":
+			start = i
+		}
+	}
+	if term < 0 || start < 0 || start < term {
+		t.Fatalf("calls %v: the new pod must start after the old one terminated", seen)
+	}
+}
+
+func TestSyncDueHonoursRequeue(t *testing.T) {
+	pw, rec, clk := newTest(t)
+	rec.requeue = 20 * time.Second
+	pw.UpdatePod(Update{Pod: pod("a", "web", "v1")})
+	expect(t, rec, "sync a v1")
+	time.Sleep(10 * time.Millisecond) // let the worker record its next sync time
+	clk.Step(19 * time.Second)
+	pw.SyncDue()
+	expectNothing(t, rec)
+	clk.Step(time.Second)
+	pw.SyncDue()
+	expect(t, rec, "sync a v1")
+}

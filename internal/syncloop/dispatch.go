@@ -1,0 +1,180 @@
+package syncloop
+
+import (
+	"context"
+	"os"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/seed-kubelet/kubelet/internal/config"
+	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
+	"github.com/seed-kubelet/kubelet/internal/pleg"
+	"github.com/seed-kubelet/kubelet/internal/pod"
+	"github.com/seed-kubelet/kubelet/internal/podworkers"
+)
+
+// Workers is what the dispatcher needs of the pod workers.
+type Workers interface {
+	UpdatePod(u podworkers.Update)
+	Sync(uid types.UID) bool
+	SyncDue()
+	States() map[types.UID]podworkers.PodState
+	Forget(uid types.UID) bool
+}
+
+// Runtime is what housekeeping needs of the runtime manager.
+type Runtime interface {
+	GetPods(ctx context.Context, all bool) ([]*kuberuntime.RunningPod, error)
+	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*kuberuntime.PodStatus, error)
+	KillPod(ctx context.Context, pod *v1.Pod, st *kuberuntime.PodStatus, gracePeriod *int64) error
+	RemovePod(ctx context.Context, st *kuberuntime.PodStatus) error
+	OrphanedPodDirs(keep map[types.UID]bool) []string
+}
+
+var (
+	_ Workers = (*podworkers.PodWorkers)(nil)
+	_ Runtime = (*kuberuntime.Manager)(nil)
+)
+
+// DispatcherConfig configures a Dispatcher.
+type DispatcherConfig struct {
+	Pods    *pod.Manager // required
+	Workers Workers      // required
+	Runtime Runtime      // required
+	// SourcesReady reports whether every source has been seen; orphans
+	// are only cleaned up after that.
+	SourcesReady func() bool
+	// OnHousekeeping runs extra periodic work (back-off GC, ...); may be nil.
+	OnHousekeeping func(ctx context.Context)
+}
+
+// Dispatcher is the Handler that feeds the pod workers.
+type Dispatcher struct {
+	cfg DispatcherConfig
+	// cleaning holds orphaned pods being stopped in the background, so the
+	// loop never waits for a grace period.
+	mu       sync.Mutex
+	cleaning map[types.UID]bool
+}
+
+var _ Handler = (*Dispatcher)(nil)
+
+// NewDispatcher returns a Dispatcher.
+func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
+	return &Dispatcher{cfg: cfg, cleaning: map[types.UID]bool{}}
+}
+
+// HandlePodUpdate applies a config update to the desired pods and workers.
+func (d *Dispatcher) HandlePodUpdate(ctx context.Context, u config.PodUpdate) {
+	for _, p := range u.Pods {
+		switch u.Op {
+		case config.ADD, config.UPDATE, config.RECONCILE:
+			d.cfg.Pods.AddOrUpdate(p)
+			if u.Op != config.RECONCILE {
+				d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Sync})
+			}
+		case config.DELETE:
+			// Graceful deletion: stop within the pod's deletion grace period.
+			d.cfg.Pods.AddOrUpdate(p)
+			d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Kill, GracePeriod: p.DeletionGracePeriodSeconds})
+		case config.REMOVE:
+			d.cfg.Pods.Remove(p)
+			d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Kill, Removed: true})
+		}
+	}
+}
+
+// HandlePLEGEvent syncs the pod the event is about.
+func (d *Dispatcher) HandlePLEGEvent(ctx context.Context, e pleg.Event) {
+	if !d.cfg.Workers.Sync(e.ID) {
+		klog.V(4).InfoS("PLEG event for a pod without a worker", "podUID", e.ID, "event", e.Type)
+	}
+}
+
+// HandleSyncTick syncs pods whose resync or back-off time has come.
+func (d *Dispatcher) HandleSyncTick(ctx context.Context) { d.cfg.Workers.SyncDue() }
+
+// HandleHousekeeping forgets finished workers, stops pods the runtime runs
+// that no source wants, and removes their leftover directories.
+func (d *Dispatcher) HandleHousekeeping(ctx context.Context) {
+	if d.cfg.OnHousekeeping != nil {
+		d.cfg.OnHousekeeping(ctx)
+	}
+	states := d.cfg.Workers.States()
+	for uid, s := range states {
+		if _, wanted := d.cfg.Pods.Get(uid); !wanted && s.State == podworkers.Terminated && s.Cleaned {
+			d.cfg.Workers.Forget(uid)
+			delete(states, uid)
+		}
+	}
+	if d.cfg.SourcesReady != nil && !d.cfg.SourcesReady() {
+		return
+	}
+	running, err := d.cfg.Runtime.GetPods(ctx, true)
+	if err != nil {
+		klog.ErrorS(err, "Housekeeping: cannot list pods from the runtime")
+		return
+	}
+	known := map[types.UID]bool{}
+	for _, p := range d.cfg.Pods.List() {
+		known[p.UID] = true
+	}
+	for uid := range states {
+		known[uid] = true
+	}
+	for _, rp := range running {
+		if known[rp.UID] {
+			continue
+		}
+		d.mu.Lock()
+		busy := d.cleaning[rp.UID]
+		d.cleaning[rp.UID] = true
+		d.mu.Unlock()
+		if !busy {
+			go d.cleanupOrphan(ctx, rp)
+		}
+	}
+	onRuntime := map[types.UID]bool{}
+	for _, rp := range running {
+		onRuntime[rp.UID] = true
+	}
+	keep := map[types.UID]bool{}
+	for uid := range known {
+		keep[uid] = true
+	}
+	for uid := range onRuntime {
+		keep[uid] = true
+	}
+	for _, dir := range d.cfg.Runtime.OrphanedPodDirs(keep) {
+		klog.V(2).InfoS("Removing orphaned pod directory", "path", dir)
+		if err := os.RemoveAll(dir); err != nil {
+			klog.ErrorS(err, "Cannot remove orphaned pod directory", "path", dir)
+		}
+	}
+}
+
+// cleanupOrphan stops and removes a pod no source wants (for example one
+// whose manifest was deleted while the kubelet was down).
+func (d *Dispatcher) cleanupOrphan(ctx context.Context, rp *kuberuntime.RunningPod) {
+	defer func() {
+		d.mu.Lock()
+		delete(d.cleaning, rp.UID)
+		d.mu.Unlock()
+	}()
+	klog.InfoS("Cleaning up orphaned pod", "pod", klog.KRef(rp.Namespace, rp.Name), "podUID", rp.UID)
+	st, err := d.cfg.Runtime.GetPodStatus(ctx, rp.UID, rp.Name, rp.Namespace)
+	if err != nil {
+		klog.ErrorS(err, "Housekeeping: cannot get status of orphaned pod", "podUID", rp.UID)
+		return
+	}
+	if err := d.cfg.Runtime.KillPod(ctx, nil, st, nil); err != nil {
+		klog.ErrorS(err, "Housekeeping: cannot kill orphaned pod", "podUID", rp.UID)
+		return
+	}
+	if err := d.cfg.Runtime.RemovePod(ctx, st); err != nil {
+		klog.ErrorS(err, "Housekeeping: cannot remove orphaned pod", "podUID", rp.UID)
+	}
+}

@@ -1,0 +1,8 @@
+// Package syncloop owns the kubelet's main loop: one goroutine selecting
+// over config updates, runtime events, the sync tick and the housekeeping
+// tick, handing each to a Handler. Iteration is a plain function of its
+// channels so a test can drive it.
+//
+// Invariants: the loop never blocks on a pod's sync (pod workers do that);
+// orphaned pods are only killed once every source has been seen.
+package syncloop

@@ -1,0 +1,319 @@
+package framework
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// RepoRoot is the repository's top directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+}
+
+// KubeletBinary builds ./cmd/kubelet once per test binary and returns its path.
+func KubeletBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kubelet-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "kubelet")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/kubelet")
+		cmd.Dir = RepoRoot()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/kubelet: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// FreePort returns a free TCP port on loopback.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Kubelet is one kubelet process under test, with its own root directory,
+// manifest directory and node name.
+type Kubelet struct {
+	t            testing.TB
+	NodeName     string
+	RootDir      string
+	ManifestDir  string
+	ConfigPath   string
+	ReadOnlyPort int
+	HealthzPort  int
+	LogPath      string
+	ExtraArgs    []string
+	cmd          *exec.Cmd
+	exited       chan struct{}
+	exitErr      error
+}
+
+// NewKubelet prepares (does not start) a kubelet with a unique node name.
+// extraConfig lines are appended to its KubeletConfiguration.
+func NewKubelet(t testing.TB, extraConfig ...string) *Kubelet {
+	t.Helper()
+	dir := t.TempDir()
+	k := &Kubelet{
+		t:            t,
+		NodeName:     UniqueName("node"),
+		RootDir:      filepath.Join(dir, "root"),
+		ManifestDir:  filepath.Join(dir, "manifests"),
+		ConfigPath:   filepath.Join(dir, "config.yaml"),
+		ReadOnlyPort: FreePort(t),
+		HealthzPort:  FreePort(t),
+		LogPath:      filepath.Join(dir, "kubelet.log"),
+	}
+	if err := os.MkdirAll(k.ManifestDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: %s
+fileCheckFrequency: 20s
+readOnlyPort: %d
+healthzPort: %d
+healthzBindAddress: 127.0.0.1
+address: 127.0.0.1
+containerRuntimeEndpoint: %s
+failSwapOn: false
+%s
+`, k.ManifestDir, k.ReadOnlyPort, k.HealthzPort, RuntimeEndpoint(), strings.Join(extraConfig, "\n"))
+	if err := os.WriteFile(k.ConfigPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		k.Stop()
+		RemovePodsOfNode(t, k.NodeName)
+		if t.Failed() {
+			if data, err := os.ReadFile(k.LogPath); err == nil {
+				t.Logf("kubelet log (last 60 lines):\n%s", tail(string(data), 60))
+			}
+		}
+	})
+	return k
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Args are the command-line arguments the kubelet is started with.
+func (k *Kubelet) Args() []string {
+	return append([]string{"--config", k.ConfigPath, "--root-dir", k.RootDir, "--hostname-override", k.NodeName, "--v", "3"}, k.ExtraArgs...)
+}
+
+// Start starts the kubelet and waits until its healthz answers ok.
+func (k *Kubelet) Start() {
+	k.t.Helper()
+	logf, err := os.OpenFile(k.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	k.cmd = exec.Command(KubeletBinary(k.t), k.Args()...)
+	k.cmd.Stdout, k.cmd.Stderr = logf, logf
+	if err := k.cmd.Start(); err != nil {
+		k.t.Fatalf("start kubelet: %v", err)
+	}
+	k.exited = make(chan struct{})
+	go func() {
+		k.exitErr = k.cmd.Wait()
+		logf.Close()
+		close(k.exited)
+	}()
+	Eventually(k.t, 30*time.Second, 50*time.Millisecond, "kubelet healthz", func() (bool, error) {
+		select {
+		case <-k.exited:
+			data, _ := os.ReadFile(k.LogPath)
+			k.t.Fatalf("kubelet exited during start-up: %v\n%s", k.exitErr, tail(string(data), 40))
+		default:
+		}
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", k.HealthzPort))
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
+// Stop stops the kubelet with SIGTERM (pods keep running, as upstream).
+func (k *Kubelet) Stop() { k.signal(syscall.SIGTERM) }
+
+// Kill kills the kubelet with SIGKILL.
+func (k *Kubelet) Kill() { k.signal(syscall.SIGKILL) }
+
+func (k *Kubelet) signal(sig syscall.Signal) {
+	if k.cmd == nil || k.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-k.exited:
+		return
+	default:
+	}
+	k.cmd.Process.Signal(sig)
+	select {
+	case <-k.exited:
+	case <-time.After(30 * time.Second):
+		k.cmd.Process.Kill()
+		<-k.exited
+	}
+}
+
+// WriteManifest writes a manifest file into the manifest directory.
+func (k *Kubelet) WriteManifest(name, content string) {
+	k.t.Helper()
+	tmp := filepath.Join(k.ManifestDir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		k.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(k.ManifestDir, name)); err != nil {
+		k.t.Fatal(err)
+	}
+}
+
+// RemoveManifest deletes a manifest file.
+func (k *Kubelet) RemoveManifest(name string) {
+	k.t.Helper()
+	if err := os.Remove(filepath.Join(k.ManifestDir, name)); err != nil {
+		k.t.Fatal(err)
+	}
+}
+
+// Pods reads GET /pods from the read-only port.
+func (k *Kubelet) Pods() ([]v1.Pod, error) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/pods", k.ReadOnlyPort))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /pods: %d %s", resp.StatusCode, body)
+	}
+	var list v1.PodList
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&list); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// StaticPodName is the name the kubelet gives a static pod.
+func (k *Kubelet) StaticPodName(name string) string { return name + "-" + k.NodeName }
+
+// Pod returns the named static pod from /pods, or nil.
+func (k *Kubelet) Pod(name string) (*v1.Pod, error) {
+	pods, err := k.Pods()
+	if err != nil {
+		return nil, err
+	}
+	for i := range pods {
+		if pods[i].Name == k.StaticPodName(name) {
+			return &pods[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// WaitForPod waits until cond holds for the named static pod.
+func (k *Kubelet) WaitForPod(name string, timeout time.Duration, what string, cond func(p *v1.Pod) bool) *v1.Pod {
+	k.t.Helper()
+	var got *v1.Pod
+	Eventually(k.t, timeout, 100*time.Millisecond, fmt.Sprintf("pod %s: %s", name, what), func() (bool, error) {
+		p, err := k.Pod(name)
+		if err != nil || p == nil {
+			return false, fmt.Errorf("pod not listed (err %v)", err)
+		}
+		got = p
+		if !cond(p) {
+			b, _ := json.Marshal(p.Status)
+			return false, fmt.Errorf("status %s", b)
+		}
+		return true, nil
+	})
+	return got
+}
+
+// RemovePodsOfNode stops and removes every sandbox (and its containers)
+// of static pods of nodeName, so tests leave the runtime clean.
+func RemovePodsOfNode(t testing.TB, nodeName string) {
+	rs, _ := NewCRIClient(t)
+	ctx := Ctx(t)
+	sbs, err := rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		t.Logf("cleanup: list sandboxes: %v", err)
+		return
+	}
+	for _, sb := range sbs.Items {
+		if strings.HasSuffix(sb.GetLabels()["io.kubernetes.pod.name"], "-"+nodeName) {
+			cs, _ := rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: sb.Id}})
+			for _, c := range cs.GetContainers() {
+				StopAndRemoveContainer(rs, c.Id)
+			}
+			StopAndRemovePodSandbox(rs, sb.Id)
+		}
+	}
+}
+
+// PodSandboxes lists the sandboxes of a pod UID.
+func PodSandboxes(t testing.TB, uid string) []*runtimeapi.PodSandbox {
+	rs, _ := NewCRIClient(t)
+	resp, err := rs.ListPodSandbox(Ctx(t), &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{"io.kubernetes.pod.uid": uid}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Items
+}
+
+// PodContainers lists the containers of a pod UID.
+func PodContainers(t testing.TB, uid string) []*runtimeapi.Container {
+	rs, _ := NewCRIClient(t)
+	resp, err := rs.ListContainers(Ctx(t), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: map[string]string{"io.kubernetes.pod.uid": uid}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Containers
+}
