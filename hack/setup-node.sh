@@ -205,8 +205,13 @@ start_registry() {
   fi
   "${BIN_DIR}/crane" push "$BUSYBOX_TAR" localhost:5000/busybox:1.36 --insecure >/dev/null 2>&1 ||
     die "crane push localhost:5000/busybox:1.36 failed"
+  # pulltest is busybox with its own config digest, hence its own image ID:
+  # tests may remove and pull it without touching the busybox they run on
+  # (CRI RemoveImage drops every tag of an image ID).
+  "${BIN_DIR}/crane" mutate localhost:5000/busybox:1.36 --env PULLTEST=1 -t localhost:5000/pulltest:1 --insecure >/dev/null 2>&1 ||
+    die "crane mutate localhost:5000/pulltest:1 failed"
   echo "$BUSYBOX_DIGEST" >"$marker"
-  log "registry: pushed localhost:5000/busybox:1.36"
+  log "registry: pushed localhost:5000/busybox:1.36 and localhost:5000/pulltest:1"
 }
 
 main() {

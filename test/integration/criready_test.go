@@ -66,13 +66,13 @@ func TestCRIPodLifecycle(t *testing.T) {
 	}
 
 	var imageRef string
-	framework.RemoveImageIfPresent(t, is, framework.RegistryBusyboxImage)
-	timed("PullImage", func() { imageRef = framework.PullImage(t, is, framework.RegistryBusyboxImage) })
-	img, err := is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: framework.RegistryBusyboxImage}})
+	framework.RemoveImageIfPresent(t, is, framework.PullTestImage)
+	timed("PullImage", func() { imageRef = framework.PullImage(t, is, framework.PullTestImage) })
+	img, err := is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: framework.PullTestImage}})
 	if err != nil || img.Image == nil {
 		t.Fatalf("ImageStatus after pull: %v, %v", img, err)
 	}
-	if !slices.Contains(img.Image.RepoTags, framework.RegistryBusyboxImage) || img.Image.Id != imageRef {
+	if !slices.Contains(img.Image.RepoTags, framework.PullTestImage) || img.Image.Id != imageRef {
 		t.Errorf("pulled image: tags %v id %s, pull returned %s", img.Image.RepoTags, img.Image.Id, imageRef)
 	}
 

@@ -28,6 +28,9 @@ const (
 	RegistryAddr = "localhost:5000"
 	// RegistryBusyboxImage is busybox served by that registry, for real pulls.
 	RegistryBusyboxImage = RegistryAddr + "/busybox:1.36"
+	// PullTestImage is busybox with a config (so an image ID) of its own:
+	// tests may remove it, which CRI does for every tag of that ID.
+	PullTestImage = RegistryAddr + "/pulltest:1"
 	// PodSubnetPrefix is the start of every pod IP on the CNI bridge (10.88.0.0/16).
 	PodSubnetPrefix = "10.88."
 )
