@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -133,5 +134,21 @@ func watchLockContention(path string, onContention func()) error {
 			}
 		}
 	}()
+	return nil
+}
+
+// checkSwap fails start-up when swap is on and failSwapOn is set, as upstream.
+func checkSwap(failSwapOn bool, readFile func(string) ([]byte, error)) error {
+	if !failSwapOn {
+		return nil
+	}
+	data, err := readFile("/proc/swaps")
+	if err != nil {
+		return nil // no swap accounting: nothing is swapped
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > 1 {
+		return fmt.Errorf("running with swap on is not supported, please disable swap or set --fail-swap-on flag to false. /proc/swaps contained: %v", lines)
+	}
 	return nil
 }

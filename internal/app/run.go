@@ -44,6 +44,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	clk := clock.RealClock{}
 
 	if flags.LockFilePath != "" {
+		klog.InfoS("Acquiring file lock", "path", flags.LockFilePath)
 		lock, err := acquireLock(flags.LockFilePath)
 		if err != nil {
 			return err
@@ -57,6 +58,9 @@ func Run(ctx context.Context, o *options.Options) error {
 	}
 	nodeName, err := options.NodeName(flags.HostnameOverride)
 	if err != nil {
+		return err
+	}
+	if err := checkSwap(derefBool(cfg.FailSwapOn, true), os.ReadFile); err != nil {
 		return err
 	}
 	applyOOMScore(derefInt32(cfg.OOMScoreAdj))
@@ -175,8 +179,14 @@ func Run(ctx context.Context, o *options.Options) error {
 	syncloop.Run(ctx, syncloop.Channels{
 		Config: podCfg.Updates(), PLEG: p.Events(), Sync: syncTicker.C(), Housekeeping: hkTicker.C(),
 	}, dispatcher)
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
+	cause := context.Cause(ctx)
+	if errors.Is(cause, ErrLockContention) {
+		// Another kubelet is taking over (an upgrade): leave cleanly, as upstream.
+		klog.InfoS("Lock file contention detected, exiting", "path", flags.LockFilePath)
+		return nil
+	}
+	if cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
 	}
 	return nil
 }

@@ -304,3 +304,19 @@ func TestRunOnce(t *testing.T) {
 		})
 	}
 }
+
+// A second kubelet on the same lock file takes over: the first one sees the
+// contention, exits 0 and releases the lock, the second one starts.
+func TestLockFileHandOver(t *testing.T) {
+	lock := filepath.Join(t.TempDir(), "kubelet.lock")
+	first := framework.NewKubelet(t)
+	first.ExtraArgs = []string{"--lock-file", lock, "--exit-on-lock-contention"}
+	first.Start()
+	second := framework.NewKubelet(t)
+	second.ExtraArgs = []string{"--lock-file", lock, "--exit-on-lock-contention"}
+	second.Start()
+	code, exited := first.ExitCode()
+	if !exited || code != 0 {
+		t.Fatalf("first kubelet: exited %v with code %d, want exit 0 on lock contention", exited, code)
+	}
+}

@@ -40,8 +40,6 @@ var SupportedConfigFields = map[string]bool{
 	"podLogsDir":               true,
 	"oomScoreAdj":              true,
 	"maxOpenFiles":             true,
-	"maxPods":                  true,
-	"cgroupDriver":             true,
 	"failSwapOn":               true,
 	"logging":                  true,
 	"enableServer":             true,

@@ -20,8 +20,8 @@ func TestUnsupportedConfigFields(t *testing.T) {
 	}{
 		{"defaults", func(c *kubeletconfigv1beta1.KubeletConfiguration) {}, nil},
 		{"supported fields changed", func(c *kubeletconfigv1beta1.KubeletConfiguration) {
-			c.MaxPods = 10
-			c.CgroupDriver = "systemd"
+			c.MaxOpenFiles = 10
+			c.RegistryBurst = 3
 			c.StaticPodPath = "/etc/kubernetes/manifests"
 			c.Logging.Verbosity = 4
 		}, nil},
@@ -89,7 +89,7 @@ func TestUnsupportedFlagsConsistent(t *testing.T) {
 		unsupported bool
 	}{
 		{"config", false}, {"kubeconfig", false}, {"node-labels", false}, {"v", false}, {"vmodule", false},
-		{"pod-manifest-path", false}, {"max-pods", false}, {"runonce", false}, {"container-runtime-endpoint", false}, {"fail-swap-on", false},
+		{"pod-manifest-path", false}, {"max-pods", true}, {"runonce", false}, {"container-runtime-endpoint", false}, {"fail-swap-on", false},
 		{"cgroup-root", true}, {"anonymous-auth", true}, {"eviction-hard", true}, {"pod-infra-container-image", true},
 		{"housekeeping-interval", true}, {"cloud-provider", true}, {"log-json-split-stream", true},
 	}

@@ -317,3 +317,19 @@ func PodContainers(t testing.TB, uid string) []*runtimeapi.Container {
 	}
 	return resp.Containers
 }
+
+// ExitCode reports whether the kubelet exited (waiting up to 10 s) and its code.
+func (k *Kubelet) ExitCode() (int, bool) {
+	select {
+	case <-k.exited:
+	case <-time.After(10 * time.Second):
+		return 0, false
+	}
+	if k.exitErr == nil {
+		return 0, true
+	}
+	if ee, ok := k.exitErr.(*exec.ExitError); ok {
+		return ee.ExitCode(), true
+	}
+	return -1, true
+}

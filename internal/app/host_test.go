@@ -1,0 +1,45 @@
+package app
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestCheckSwap(t *testing.T) {
+	header := "Filename\tType\tSize\tUsed\tPriority\n"
+	cases := []struct {
+		name    string
+		fail    bool
+		swaps   string
+		readErr error
+		wantErr bool
+	}{
+		{name: "no swap", fail: true, swaps: header},
+		{name: "swap on and failSwapOn", fail: true, swaps: header + "/swapfile file 1024 0 -2\n", wantErr: true},
+		{name: "swap on but allowed", fail: false, swaps: header + "/swapfile file 1024 0 -2\n"},
+		{name: "no /proc/swaps", fail: true, readErr: errors.New("nope")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkSwap(tc.fail, func(string) ([]byte, error) { return []byte(tc.swaps), tc.readErr })
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("checkSwap error = %v, wantErr %v", err, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "--fail-swap-on") {
+				t.Fatalf("message %q does not say how to fix it", err)
+			}
+		})
+	}
+}
+
+func TestNodeIPsFromFlag(t *testing.T) {
+	got, err := nodeIPs("10.1.2.3,fd00::1", "ignored")
+	if err != nil || len(got) != 2 || got[0] != "10.1.2.3" || got[1] != "fd00::1" {
+		t.Fatalf("nodeIPs = %v, %v", got, err)
+	}
+	if _, err := nodeIPs("not-an-ip", "x"); err == nil {
+		t.Fatal("bad --node-ip accepted")
+	}
+}
+
