@@ -42,4 +42,3 @@ func TestNodeIPsFromFlag(t *testing.T) {
 		t.Fatal("bad --node-ip accepted")
 	}
 }
-
