@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole suite: prepares the node (hack/setup-node.sh), then go vet, the
+# The whole suite: prepares the node (hack/setup-node.sh, and containerd 2.x
+# beside it: hack/setup-containerd2.sh), then go vet, the
 # unit tests and the integration tests against the real containerd. Runs
 # every step and exits non-zero if any failed. Needs root.
 set -euo pipefail
@@ -18,6 +19,7 @@ step() {
 }
 
 step setup bash hack/setup-node.sh
+step setup-containerd2 bash hack/setup-containerd2.sh
 if ((${#failed[@]})); then
   die "node setup failed; not running tests"
 fi
@@ -25,6 +27,9 @@ step vet go vet ./...
 step vet-integration go vet -tags integration ./test/integration/...
 step unit go test ./...
 step integration go test -tags integration -count=1 -p 1 -timeout 25m ./test/integration/...
+# The same suite on containerd 2.x, which has the CRI container event stream.
+step integration-containerd2 env CONTAINER_RUNTIME_ENDPOINT=unix:///run/containerd2/containerd.sock \
+  go test -tags integration -count=1 -p 1 -timeout 25m ./test/integration/...
 
 if ((${#failed[@]})); then
   echo "FAILED: ${failed[*]}" >&2

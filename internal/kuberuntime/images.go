@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -49,13 +50,15 @@ type ImageConfig struct {
 type ImagePuller struct {
 	cfg     ImageConfig
 	backoff *backoff.Backoff
+	mu      sync.Mutex
+	lastErr map[string]string // last pull error per back-off key
 	slots   chan struct{}
 	limiter flowcontrol.RateLimiter
 }
 
 // NewImagePuller returns an ImagePuller.
 func NewImagePuller(cfg ImageConfig) *ImagePuller {
-	p := &ImagePuller{cfg: cfg, backoff: backoff.New(10*time.Second, 300*time.Second, cfg.Clock)}
+	p := &ImagePuller{cfg: cfg, backoff: backoff.New(10*time.Second, 300*time.Second, cfg.Clock), lastErr: map[string]string{}}
 	switch {
 	case cfg.SerializePulls:
 		p.slots = make(chan struct{}, 1)
@@ -101,16 +104,22 @@ func (p *ImagePuller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	}
 	key := string(pod.UID) + "/" + image
 	if p.backoff.Remaining(key, p.cfg.Clock.Now()) > 0 {
-		msg := fmt.Sprintf("Back-off pulling image %q", image)
-		p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.BackOff, "%s", msg)
-		return "", fmt.Errorf("%w: %s", ErrImagePullBack, msg)
+		p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.BackOff, "Back-off pulling image %q", image)
+		p.mu.Lock()
+		last := p.lastErr[key]
+		p.mu.Unlock()
+		return "", fmt.Errorf("%w: Back-off pulling image %q: %s", ErrImagePullBack, image, last)
 	}
 	ref, err = p.pull(ctx, pod, spec, sandbox, creds)
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if err != nil {
 		p.backoff.Next(key, p.cfg.Clock.Now())
+		p.lastErr[key] = err.Error()
 		return "", err
 	}
 	p.backoff.Reset(key)
+	delete(p.lastErr, key)
 	return ref, nil
 }
 

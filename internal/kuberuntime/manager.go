@@ -231,6 +231,11 @@ func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.P
 	if err != nil {
 		reason, msg := splitReason(err)
 		res.fail(c.Name, reason, msg)
+		if errors.Is(err, ErrImagePull) {
+			// Report the back-off state soon after a fresh failure, as
+			// upstream's retry of a failed sync does, then retry at expiry.
+			res.requeue(time.Second)
+		}
 		res.requeue(m.puller.RetryAfter(pod, c.Image))
 		return false
 	}

@@ -32,6 +32,8 @@ type Event struct {
 	Type EventType
 	// Data is the container ID.
 	Data string
+	// Source is "relist" or "stream" (the runtime's event stream).
+	Source string
 }
 
 // Lister lists pods on the runtime.
@@ -116,6 +118,7 @@ func (p *PLEG) Relist(ctx context.Context) {
 	p.mu.Unlock()
 	relistDuration.Observe(p.cfg.Clock.Since(start).Seconds())
 	for _, e := range events {
+		e.Source = "relist"
 		p.emit(e)
 	}
 }
@@ -240,7 +243,7 @@ func (p *PLEG) follow(ctx context.Context) error {
 		default:
 			t = ContainerChanged
 		}
-		p.emit(Event{ID: meta.PodUID, Type: t, Data: ev.ContainerId})
+		p.emit(Event{ID: meta.PodUID, Type: t, Data: ev.ContainerId, Source: "stream"})
 	}
 }
 

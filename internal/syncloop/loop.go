@@ -33,7 +33,7 @@ func Iteration(ctx context.Context, configCh <-chan config.PodUpdate, plegCh <-c
 		klog.V(2).InfoS("SyncLoop", "op", u.Op.String(), "source", u.Source, "pods", len(u.Pods))
 		h.HandlePodUpdate(ctx, u)
 	case e := <-plegCh:
-		klog.V(4).InfoS("SyncLoop (PLEG)", "podUID", e.ID, "event", e.Type, "data", e.Data)
+		klog.V(3).InfoS("SyncLoop (PLEG)", "podUID", e.ID, "event", e.Type, "data", e.Data, "source", e.Source)
 		h.HandlePLEGEvent(ctx, e)
 	case <-syncCh:
 		h.HandleSyncTick(ctx)

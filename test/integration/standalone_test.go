@@ -262,16 +262,22 @@ func TestImagePullFailureBacksOff(t *testing.T) {
 	k := framework.NewKubelet(t)
 	k.WriteManifest("nopull.yaml", strings.Replace(manifest("nopull", "Always", "true"), framework.BusyboxImage, framework.RegistryAddr+"/does-not-exist:1", 1))
 	k.Start()
-	k.WaitForPod("nopull", podTimeout, "ErrImagePull", func(p *v1.Pod) bool {
-		w := containerState(p).State.Waiting
-		return w != nil && w.Reason == "ErrImagePull"
-	})
-	p := k.WaitForPod("nopull", 20*time.Second, "ImagePullBackOff", func(p *v1.Pod) bool {
+	// The first failure is ErrImagePull; syncs inside the 10 s back-off then
+	// report ImagePullBackOff carrying the pull error. ErrImagePull may be
+	// replaced before a poll sees it, so it is checked in the message.
+	p := k.WaitForPod("nopull", podTimeout, "ImagePullBackOff", func(p *v1.Pod) bool {
 		w := containerState(p).State.Waiting
 		return w != nil && w.Reason == "ImagePullBackOff"
 	})
+	if msg := containerState(p).State.Waiting.Message; !strings.Contains(msg, "ErrImagePull") || !strings.Contains(msg, "does-not-exist") {
+		t.Fatalf("waiting message %q does not carry the pull error", msg)
+	}
 	if p.Status.Phase != v1.PodPending {
 		t.Fatalf("phase %s, want Pending", p.Status.Phase)
+	}
+	log, _ := os.ReadFile(k.LogPath)
+	if !strings.Contains(string(log), `reason="Failed" message="Failed to pull image \"localhost:5000/does-not-exist:1\"`) {
+		t.Fatal("no Failed event for the pull")
 	}
 }
 

@@ -35,6 +35,10 @@ const (
 	PodSubnetPrefix = "10.88."
 )
 
+// Containerd2Endpoint is the containerd 2.x that hack/setup-containerd2.sh
+// starts beside Debian's 1.6; it has the CRI container event stream.
+const Containerd2Endpoint = "unix:///run/containerd2/containerd.sock"
+
 // CallTimeout bounds each CRI call made through the helpers here.
 const CallTimeout = 2 * time.Minute
 

@@ -1,0 +1,186 @@
+# Paths and PKI helpers shared by hack/start-control-plane.sh,
+# hack/stop-control-plane.sh and hack/make-node-credentials.sh. Source it
+# after lib/common.sh.
+#
+# Layout (root-owned, outside the repo so that it survives `git clean`):
+#   /var/lib/seed-kubelet/pki/            cluster CA, apiserver serving cert,
+#                                         service-account keys, client certs
+#   /var/lib/seed-kubelet/kubeconfig/     controller-manager and scheduler
+#   /var/lib/seed-kubelet/nodes/NODE/     per-node kubeconfig, client and
+#                                         serving certs (make-node-credentials.sh)
+#   /var/lib/seed-kubelet/etcd/           etcd's data
+#   _output/admin.kubeconfig              cluster-admin (O=system:masters)
+#   /var/log/seed-{etcd,kube-apiserver,kube-controller-manager,kube-scheduler}.log
+#   /run/seed-kubelet/*.pid               pidfiles
+
+CP_STATE_DIR=/var/lib/seed-kubelet
+PKI_DIR=${CP_STATE_DIR}/pki
+KUBECONFIG_DIR=${CP_STATE_DIR}/kubeconfig
+NODES_DIR=${CP_STATE_DIR}/nodes
+ETCD_DATA_DIR=${CP_STATE_DIR}/etcd
+ADMIN_KUBECONFIG=${OUT_DIR}/admin.kubeconfig
+
+APISERVER_URL=https://127.0.0.1:6443
+ETCD_CLIENT_URL=http://127.0.0.1:2379
+ETCD_PEER_URL=http://127.0.0.1:2380
+SERVICE_CIDR=10.0.0.0/24
+SERVICE_ACCOUNT_ISSUER=https://kubernetes.default.svc.cluster.local
+CONTROLLER_MANAGER_PORT=10257
+SCHEDULER_PORT=10259
+
+PKI_LOCK=${CP_STATE_DIR}/.pki.lock
+PKI_CHANGED=no
+CA_CREATED=no
+CERT_DAYS=365
+CA_DAYS=3650
+
+ensure_openssl() {
+  command -v openssl >/dev/null && return
+  log "packages: installing openssl"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends openssl >/dev/null
+}
+
+# new_key PATH: an ECDSA P-256 private key (quick to make, accepted by every
+# component), written atomically with mode 0600.
+new_key() {
+  local path=$1
+  (umask 077 && openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "${path}.tmp" 2>/dev/null) ||
+    die "openssl: could not create ${path}"
+  mv -f "${path}.tmp" "$path" || die "could not write ${path}"
+}
+
+# issue_cert NAME DIR SUBJECT KIND [SAN...]: DIR/NAME.key and DIR/NAME.crt,
+# signed by the cluster CA. KIND is client, server or both; SANs are
+# "DNS:name" or "IP:addr". Replaces a certificate that is missing, not signed
+# by the current CA, expiring within a day, or issued for another subject or
+# other SANs. Sets PKI_CHANGED=yes when it wrote a certificate.
+issue_cert() {
+  local name=$1 dir=$2 subject=$3 kind=$4
+  shift 4
+  local key=${dir}/${name}.key crt=${dir}/${name}.crt eku san="" ext tmp
+  case $kind in
+  client) eku=clientAuth ;;
+  server) eku=serverAuth ;;
+  both) eku=serverAuth,clientAuth ;;
+  *) die "issue_cert: unknown kind ${kind}" ;;
+  esac
+  if (($#)); then
+    san=$(IFS=,; echo "$*")
+  fi
+  if [[ -f $key && -f $crt ]] && cert_matches "$crt" "$subject" "$san" "$key"; then
+    return 0
+  fi
+  mkdir -p "$dir"
+  new_key "$key"
+  ext=$(mktemp)
+  {
+    echo "basicConstraints=critical,CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    echo "extendedKeyUsage=${eku}"
+    echo "subjectKeyIdentifier=hash"
+    echo "authorityKeyIdentifier=keyid"
+    [[ -z $san ]] || echo "subjectAltName=${san}"
+  } >"$ext"
+  tmp=${crt}.tmp
+  openssl req -new -key "$key" -subj "$subject" 2>/dev/null |
+    openssl x509 -req -CA "${PKI_DIR}/ca.crt" -CAkey "${PKI_DIR}/ca.key" \
+      -set_serial "0x$(openssl rand -hex 16)" -days "$CERT_DAYS" -extfile "$ext" -out "$tmp" 2>/dev/null ||
+    { rm -f "$ext" "$tmp"; die "openssl: could not issue ${crt}"; }
+  rm -f "$ext"
+  mv -f "$tmp" "$crt" || die "could not write ${crt}"
+  PKI_CHANGED=yes
+}
+
+# cert_matches CRT SUBJECT SANS KEY: CRT is for SUBJECT and exactly SANS
+# (comma-separated "DNS:x"/"IP:y"), belongs to KEY, chains to the current
+# CA and is valid for at least another day.
+cert_matches() {
+  local crt=$1 subject=$2 san=$3 key=$4 got want
+  openssl verify -CAfile "${PKI_DIR}/ca.crt" "$crt" >/dev/null 2>&1 || return 1
+  openssl x509 -in "$crt" -noout -checkend 86400 >/dev/null 2>&1 || return 1
+  [[ $(openssl x509 -in "$crt" -noout -pubkey) == $(openssl pkey -in "$key" -pubout 2>/dev/null) ]] || return 1
+  got=$(openssl x509 -in "$crt" -noout -subject -nameopt RFC2253 | sed 's/^subject=//')
+  want=$(subject_rfc2253 "$subject")
+  [[ $got == "$want" ]] || return 1
+  got=$(openssl x509 -in "$crt" -noout -ext subjectAltName 2>/dev/null | sed -n '2p' |
+    sed -e 's/IP Address:/IP:/g' -e 's/ //g' | tr ',' '\n' | sort | paste -sd, -)
+  want=$(tr ',' '\n' <<<"$san" | sed '/^$/d' | sort | paste -sd, -)
+  [[ $got == "$want" ]]
+}
+
+# subject_rfc2253 /O=a/CN=b prints CN=b,O=a (openssl's RFC 2253 order is the
+# reverse of the -subj order).
+subject_rfc2253() {
+  tr '/' '\n' <<<"${1#/}" | tac | paste -sd, -
+}
+
+# ensure_ca: the cluster CA. Sets CA_CREATED=yes and PKI_CHANGED=yes when it
+# made a new one (every certificate signed by the old one is then reissued on
+# demand, see issue_cert).
+ensure_ca() {
+  mkdir -p "$PKI_DIR"
+  chmod 700 "$PKI_DIR"
+  if [[ -f ${PKI_DIR}/ca.key && -f ${PKI_DIR}/ca.crt ]] &&
+    openssl x509 -in "${PKI_DIR}/ca.crt" -noout -checkend 86400 >/dev/null 2>&1; then
+    return 0
+  fi
+  new_key "${PKI_DIR}/ca.key"
+  openssl req -x509 -new -key "${PKI_DIR}/ca.key" -subj "/CN=seed-kubelet-ca" -days "$CA_DAYS" \
+    -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign" \
+    -out "${PKI_DIR}/ca.crt.tmp" 2>/dev/null || die "openssl: could not create the CA"
+  mv -f "${PKI_DIR}/ca.crt.tmp" "${PKI_DIR}/ca.crt" || die "could not write ${PKI_DIR}/ca.crt"
+  CA_CREATED=yes
+  PKI_CHANGED=yes
+}
+
+# write_kubeconfig PATH USER CERT KEY: a kubeconfig for APISERVER_URL with
+# the CA and the client certificate embedded.
+write_kubeconfig() {
+  local path=$1 user=$2 cert=$3 key=$4
+  mkdir -p "$(dirname "$path")"
+  (umask 077 && cat >"${path}.tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: seed-kubelet
+  cluster:
+    server: ${APISERVER_URL}
+    certificate-authority-data: $(base64 -w0 <"${PKI_DIR}/ca.crt")
+users:
+- name: ${user}
+  user:
+    client-certificate-data: $(base64 -w0 <"$cert")
+    client-key-data: $(base64 -w0 <"$key")
+contexts:
+- name: ${user}@seed-kubelet
+  context:
+    cluster: seed-kubelet
+    user: ${user}
+current-context: ${user}@seed-kubelet
+EOF
+  ) || die "could not write ${path}"
+  mv -f "${path}.tmp" "$path" || die "could not write ${path}"
+}
+
+# kubeconfig_current PATH CERT: PATH exists and embeds CERT and the current CA.
+kubeconfig_current() {
+  local path=$1 cert=$2
+  [[ -f $path ]] &&
+    grep -qF "client-certificate-data: $(base64 -w0 <"$cert")" "$path" &&
+    grep -qF "certificate-authority-data: $(base64 -w0 <"${PKI_DIR}/ca.crt")" "$path"
+}
+
+# lock_pki / unlock_pki: hold the PKI lock (fd 9) so that concurrent callers
+# (tests in parallel, or a test and start-control-plane.sh) never see
+# half-written files. The lock goes with the process.
+lock_pki() {
+  mkdir -p "$CP_STATE_DIR"
+  exec 9>"$PKI_LOCK"
+  flock -w 120 9 || die "timed out waiting for ${PKI_LOCK}"
+}
+unlock_pki() {
+  exec 9>&-
+}

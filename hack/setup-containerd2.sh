@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Starts a second runtime beside Debian's containerd 1.6: containerd 2.x,
+# built from test/tools/containerd2, on its own socket, root and state dirs.
+# It has the CRI container event stream that 1.6 lacks, so the kubelet's
+# event-driven PLEG path is tested against a real runtime. Run after
+# hack/setup-node.sh (it reuses its CNI config, images and registry).
+# Idempotent; needs root.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+C2_BIN=${BIN_DIR}/containerd2
+C2_SOCK=/run/containerd2/containerd.sock
+C2_CONFIG=/etc/seed-kubelet/containerd2.toml
+C2_LOG=/var/log/containerd2.log
+C2_PID=${RUN_DIR}/containerd2.pid
+TOOLS=${REPO_ROOT}/test/tools/containerd2
+
+c2_answers() {
+  [[ -S $C2_SOCK ]] && ctr --address "$C2_SOCK" --connect-timeout 1s --timeout 3s version >/dev/null 2>&1
+}
+
+build() {
+  if [[ -x ${C2_BIN}/containerd && -x ${C2_BIN}/containerd-shim-runc-v2 &&
+    ! ${TOOLS}/go.mod -nt ${C2_BIN}/containerd && ! ${TOOLS}/go.sum -nt ${C2_BIN}/containerd ]]; then
+    return
+  fi
+  local t0
+  t0=$(now_ms)
+  mkdir -p "$C2_BIN"
+  (cd "$TOOLS" && go build -tags "no_btrfs no_devmapper no_zfs no_aufs" -o "${C2_BIN}/" \
+    github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2)
+  touch "${C2_BIN}/containerd" "${C2_BIN}/containerd-shim-runc-v2"
+  log "built containerd $("${C2_BIN}/containerd" --version | awk '{print $3}') in $(($(now_ms) - t0))ms"
+}
+
+write_config() {
+  mkdir -p "$(dirname "$C2_CONFIG")"
+  cat >"${C2_CONFIG}.new" <<TOML
+version = 4
+root = '/var/lib/containerd2'
+state = '/run/containerd2'
+# NRI would share /var/run/nri with the other containerd.
+disabled_plugins = ['io.containerd.nri.v1.nri']
+
+[plugins]
+  # Never the default socket: that belongs to the containerd 1.6 beside us.
+  [plugins.'io.containerd.server.v1.grpc']
+    address = '${C2_SOCK}'
+  [plugins.'io.containerd.server.v1.ttrpc']
+    address = '${C2_SOCK}.ttrpc'
+  [plugins.'io.containerd.server.v1.debug']
+    address = ''
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = 'overlayfs'
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = '${SANDBOX_IMAGE}'
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = '/etc/containerd/certs.d'
+  [plugins.'io.containerd.cri.v1.runtime']
+    restrict_oom_score_adj = true
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = 'runc'
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+        runtime_type = 'io.containerd.runc.v2'
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+          SystemdCgroup = false
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ['/usr/lib/cni']
+      conf_dir = '/etc/cni/net.d'
+TOML
+  if cmp -s "${C2_CONFIG}.new" "$C2_CONFIG"; then
+    rm "${C2_CONFIG}.new"
+    return 1
+  fi
+  mv "${C2_CONFIG}.new" "$C2_CONFIG"
+  return 0
+}
+
+main() {
+  [[ $(id -u) == 0 ]] || die "run as root"
+  [[ -f ${OUT_DIR}/images/busybox.tar && -f ${OUT_DIR}/images/pause.tar ]] || die "run hack/setup-node.sh first (images)"
+  local t0 changed=no
+  t0=$(now_ms)
+  build
+  write_config && changed=yes
+  if [[ $changed == yes ]] && pid_alive "$C2_PID"; then
+    stop_daemon "$C2_PID" containerd2
+  fi
+  if ! c2_answers; then
+    mkdir -p /run/containerd2
+    # The 2.x shim must come before Debian's 1.6 shim in PATH.
+    start_daemon "$C2_PID" "$C2_LOG" env PATH="${C2_BIN}:${PATH}" "${C2_BIN}/containerd" --config "$C2_CONFIG"
+    wait_until 30 "containerd2 on ${C2_SOCK}" c2_answers || die "containerd2 did not start; log: ${C2_LOG}"
+    log "containerd2: started (pid $(<"$C2_PID")), log ${C2_LOG}"
+  else
+    log "containerd2: already running"
+  fi
+  local tar
+  for tar in pause busybox; do
+    ctr --address "$C2_SOCK" -n k8s.io images import "${OUT_DIR}/images/${tar}.tar" >/dev/null
+  done
+  log "containerd2 ready in $(($(now_ms) - t0))ms (CRI endpoint unix://${C2_SOCK})"
+}
+
+main "$@"

@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# Starts the control plane the cluster-mode tests run against, all on
+# loopback: etcd 3.6, kube-apiserver (https://127.0.0.1:6443),
+# kube-controller-manager and kube-scheduler, Kubernetes v1.36.3 as built by
+# hack/build-cluster-tools.sh into _output/bin. Generates the PKI first (see
+# hack/lib/cluster.sh for the layout). Idempotent: what already runs and
+# answers is left alone, a component whose binary or certificates changed is
+# restarted. Needs root. Undo with hack/stop-control-plane.sh.
+#
+# The apiserver reaches kubelets at their node's InternalIP first (then
+# Hostname): kubelets under test report InternalIP 127.0.0.1, and their
+# serving certificates (hack/make-node-credentials.sh) carry 127.0.0.1 and the
+# node name as SANs, so no /etc/hosts entries are needed.
+#
+# Environment: ETCD_UNSAFE_NO_FSYNC=1 runs etcd without fsync (faster writes
+# on slow disks; the data does not survive a machine crash).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
+
+ETCD_PID=${RUN_DIR}/etcd.pid
+APISERVER_PID=${RUN_DIR}/kube-apiserver.pid
+CM_PID=${RUN_DIR}/kube-controller-manager.pid
+SCHEDULER_PID=${RUN_DIR}/kube-scheduler.pid
+ETCD_LOG=/var/log/seed-etcd.log
+APISERVER_LOG=/var/log/seed-kube-apiserver.log
+CM_LOG=/var/log/seed-kube-controller-manager.log
+SCHEDULER_LOG=/var/log/seed-kube-scheduler.log
+START_LOCK=${RUN_DIR}/control-plane.lock
+
+check_binaries() {
+  local b missing=()
+  for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+    [[ -x ${BIN_DIR}/${b} ]] || missing+=("${BIN_DIR}/${b}")
+  done
+  ((${#missing[@]} == 0)) || die "missing ${missing[*]}: build them with hack/build-cluster-tools.sh"
+}
+
+generate_pki() {
+  local t0
+  t0=$(now_ms)
+  lock_pki
+  ensure_ca
+  if [[ ! -f ${PKI_DIR}/sa.key || ! -f ${PKI_DIR}/sa.pub ]]; then
+    (umask 077 && openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "${PKI_DIR}/sa.key.tmp" 2>/dev/null) ||
+      die "openssl: could not create the service-account key"
+    openssl pkey -in "${PKI_DIR}/sa.key.tmp" -pubout -out "${PKI_DIR}/sa.pub" 2>/dev/null
+    mv -f "${PKI_DIR}/sa.key.tmp" "${PKI_DIR}/sa.key"
+    PKI_CHANGED=yes
+  fi
+  issue_cert apiserver "$PKI_DIR" "/CN=kube-apiserver" server \
+    DNS:localhost DNS:kubernetes DNS:kubernetes.default DNS:kubernetes.default.svc \
+    DNS:kubernetes.default.svc.cluster.local IP:127.0.0.1 IP:10.0.0.1
+  issue_cert apiserver-kubelet-client "$PKI_DIR" "/O=system:masters/CN=kube-apiserver-kubelet-client" client
+  issue_cert admin "$PKI_DIR" "/O=system:masters/CN=kubernetes-admin" client
+  issue_cert controller-manager "$PKI_DIR" "/CN=system:kube-controller-manager" client
+  issue_cert scheduler "$PKI_DIR" "/CN=system:kube-scheduler" client
+  kubeconfig_current "$ADMIN_KUBECONFIG" "${PKI_DIR}/admin.crt" ||
+    write_kubeconfig "$ADMIN_KUBECONFIG" kubernetes-admin "${PKI_DIR}/admin.crt" "${PKI_DIR}/admin.key"
+  kubeconfig_current "${KUBECONFIG_DIR}/controller-manager.kubeconfig" "${PKI_DIR}/controller-manager.crt" ||
+    write_kubeconfig "${KUBECONFIG_DIR}/controller-manager.kubeconfig" system:kube-controller-manager \
+      "${PKI_DIR}/controller-manager.crt" "${PKI_DIR}/controller-manager.key"
+  kubeconfig_current "${KUBECONFIG_DIR}/scheduler.kubeconfig" "${PKI_DIR}/scheduler.crt" ||
+    write_kubeconfig "${KUBECONFIG_DIR}/scheduler.kubeconfig" system:kube-scheduler \
+      "${PKI_DIR}/scheduler.crt" "${PKI_DIR}/scheduler.key"
+  unlock_pki
+  if [[ $PKI_CHANGED == yes ]]; then
+    log "pki: written to ${PKI_DIR} in $(($(now_ms) - t0))ms"
+  fi
+}
+
+# launch PIDFILE LOG CMD...: start_daemon without our lock descriptors (a
+# daemon inheriting them would hold the locks for its whole life).
+launch() {
+  local pidfile=$1 logfile=$2
+  shift 2
+  echo "=== $(date -Is) starting: $*" >>"$logfile"
+  start_daemon "$pidfile" "$logfile" bash -c 'exec 8>&- 9>&-; exec "$@"' "$(basename "$1")" "$@"
+}
+
+# stale PIDFILE: the recorded process runs a binary since replaced (rebuilt).
+stale() {
+  pid_alive "$1" && [[ $(readlink "/proc/$(<"$1")/exe" 2>/dev/null) == *" (deleted)" ]]
+}
+
+api() { # api PATH: GET PATH from the apiserver as cluster-admin.
+  curl -sf --max-time 3 --cacert "${PKI_DIR}/ca.crt" --cert "${PKI_DIR}/admin.crt" \
+    --key "${PKI_DIR}/admin.key" "${APISERVER_URL}$1"
+}
+
+etcd_healthy() {
+  curl -sf --max-time 2 "${ETCD_CLIENT_URL}/health" | grep -q '"health":"true"'
+}
+apiserver_ready() { [[ $(api /readyz) == ok ]]; }
+cm_healthy() { [[ $(curl -sk --max-time 2 "https://127.0.0.1:${CONTROLLER_MANAGER_PORT}/healthz") == ok ]]; }
+scheduler_healthy() { [[ $(curl -sk --max-time 2 "https://127.0.0.1:${SCHEDULER_PORT}/healthz") == ok ]]; }
+default_namespace_ready() {
+  api /api/v1/namespaces/default/serviceaccounts/default >/dev/null &&
+    api /api/v1/namespaces/default/configmaps/kube-root-ca.crt >/dev/null
+}
+
+# port_taken PORT: something listens on 127.0.0.1:PORT.
+port_taken() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# ensure NAME PIDFILE LOG HEALTHCHECK RESTART PORT -- CMD...: leaves NAME
+# alone when it answers HEALTHCHECK and needs no restart; otherwise starts
+# it. Does not wait.
+ensure() {
+  local name=$1 pidfile=$2 logfile=$3 check=$4 restart=$5 port=$6
+  shift 7
+  if pid_alive "$pidfile"; then
+    if [[ $restart == yes ]] || stale "$pidfile"; then
+      log "${name}: restarting (binary or certificates changed)"
+      stop_daemon "$pidfile" "$name" >/dev/null
+    else
+      "$check" || log "${name}: running (pid $(<"$pidfile")), not answering yet"
+      return
+    fi
+  elif "$check"; then
+    die "${name}: something not started by this script answers on port ${port}; stop it first"
+  elif port_taken "$port"; then
+    die "${name}: port ${port} is taken by another process"
+  fi
+  launch "$pidfile" "$logfile" "$@"
+  STARTED+=("$name")
+}
+
+# await NAME PIDFILE LOG SECONDS HEALTHCHECK: waits until HEALTHCHECK passes;
+# fails early when the process exits.
+await() {
+  local name=$1 pidfile=$2 logfile=$3 timeout=$4 check=$5 t0 deadline
+  t0=$(now_ms)
+  deadline=$((t0 + timeout * 1000))
+  until "$check" >/dev/null 2>&1; do
+    if ! pid_alive "$pidfile"; then
+      tail -n 30 "$logfile" >&2
+      die "${name} exited; log: ${logfile}"
+    fi
+    if (($(now_ms) >= deadline)); then
+      tail -n 30 "$logfile" >&2
+      die "${name} did not become healthy within ${timeout}s; log: ${logfile}"
+    fi
+    sleep 0.1
+  done
+  log "${name}: healthy after $(($(now_ms) - t0))ms"
+}
+
+main() {
+  [[ $(id -u) == 0 ]] || die "run as root"
+  command -v curl >/dev/null || die "curl is missing (apt-get install curl)"
+  local t0 restart=no etcd_version
+  t0=$(now_ms)
+  STARTED=()
+  check_binaries
+  ensure_openssl
+  mkdir -p "$RUN_DIR" "$CP_STATE_DIR"
+  # One start at a time (tests may call this script in parallel).
+  exec 8>"$START_LOCK"
+  flock -w 180 8 || die "timed out waiting for another start-control-plane.sh"
+
+  generate_pki
+  [[ $PKI_CHANGED == yes ]] && restart=yes
+
+  local etcd_args=(
+    --name=seed --data-dir="$ETCD_DATA_DIR"
+    --listen-client-urls="$ETCD_CLIENT_URL" --advertise-client-urls="$ETCD_CLIENT_URL"
+    --listen-peer-urls="$ETCD_PEER_URL" --initial-advertise-peer-urls="$ETCD_PEER_URL"
+    --initial-cluster="seed=${ETCD_PEER_URL}" --log-level=warn
+  )
+  [[ ${ETCD_UNSAFE_NO_FSYNC:-0} == 1 ]] && etcd_args+=(--unsafe-no-fsync)
+  mkdir -p "$ETCD_DATA_DIR" && chmod 700 "$ETCD_DATA_DIR"
+  ensure etcd "$ETCD_PID" "$ETCD_LOG" etcd_healthy no 2379 -- "${BIN_DIR}/etcd" "${etcd_args[@]}"
+  await etcd "$ETCD_PID" "$ETCD_LOG" 20 etcd_healthy
+  etcd_version=$(curl -sf --max-time 2 "${ETCD_CLIENT_URL}/version" | sed -n 's/.*"etcdserver":"\([^"]*\)".*/\1/p')
+  [[ $etcd_version == 3.[6-9]* ]] || die "etcd on ${ETCD_CLIENT_URL} is ${etcd_version:-unknown}; kube-apiserver 1.36 needs 3.6"
+
+  ensure kube-apiserver "$APISERVER_PID" "$APISERVER_LOG" apiserver_ready "$restart" 6443 -- \
+    "${BIN_DIR}/kube-apiserver" \
+    --etcd-servers="$ETCD_CLIENT_URL" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=6443 \
+    --tls-cert-file="${PKI_DIR}/apiserver.crt" --tls-private-key-file="${PKI_DIR}/apiserver.key" \
+    --client-ca-file="${PKI_DIR}/ca.crt" \
+    --authorization-mode=Node,RBAC \
+    --enable-admission-plugins=NodeRestriction \
+    --enable-bootstrap-token-auth=true \
+    --allow-privileged=true \
+    --service-cluster-ip-range="$SERVICE_CIDR" \
+    --service-account-issuer="$SERVICE_ACCOUNT_ISSUER" \
+    --service-account-key-file="${PKI_DIR}/sa.pub" \
+    --service-account-signing-key-file="${PKI_DIR}/sa.key" \
+    --kubelet-client-certificate="${PKI_DIR}/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="${PKI_DIR}/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority="${PKI_DIR}/ca.crt" \
+    --kubelet-preferred-address-types=InternalIP,Hostname \
+    --v=1
+  await kube-apiserver "$APISERVER_PID" "$APISERVER_LOG" 90 apiserver_ready
+
+  # Started once the apiserver is ready: the controller-manager gives up
+  # when the apiserver is not healthy within 10s of its start.
+  local cm_kc=${KUBECONFIG_DIR}/controller-manager.kubeconfig sched_kc=${KUBECONFIG_DIR}/scheduler.kubeconfig
+  ensure kube-controller-manager "$CM_PID" "$CM_LOG" cm_healthy "$restart" "$CONTROLLER_MANAGER_PORT" -- \
+    "${BIN_DIR}/kube-controller-manager" \
+    --kubeconfig="$cm_kc" --authentication-kubeconfig="$cm_kc" --authorization-kubeconfig="$cm_kc" \
+    --bind-address=127.0.0.1 --secure-port="$CONTROLLER_MANAGER_PORT" \
+    --leader-elect=false \
+    --use-service-account-credentials=true \
+    --service-account-private-key-file="${PKI_DIR}/sa.key" \
+    --root-ca-file="${PKI_DIR}/ca.crt" \
+    --cluster-signing-cert-file="${PKI_DIR}/ca.crt" --cluster-signing-key-file="${PKI_DIR}/ca.key" \
+    --service-cluster-ip-range="$SERVICE_CIDR" \
+    --controllers='*,bootstrapsigner,tokencleaner' \
+    --v=2
+  ensure kube-scheduler "$SCHEDULER_PID" "$SCHEDULER_LOG" scheduler_healthy "$restart" "$SCHEDULER_PORT" -- \
+    "${BIN_DIR}/kube-scheduler" \
+    --kubeconfig="$sched_kc" --authentication-kubeconfig="$sched_kc" --authorization-kubeconfig="$sched_kc" \
+    --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" \
+    --leader-elect=false \
+    --v=2
+  await kube-controller-manager "$CM_PID" "$CM_LOG" 60 cm_healthy
+  await kube-scheduler "$SCHEDULER_PID" "$SCHEDULER_LOG" 60 scheduler_healthy
+  # Pods in "default" need its service account and root CA config map, which
+  # the controller-manager creates shortly after it starts.
+  wait_until 60 "the default service account and kube-root-ca.crt" default_namespace_ready ||
+    die "the controller-manager did not populate namespace default; log: ${CM_LOG}"
+
+  if ((${#STARTED[@]})); then
+    log "started ${STARTED[*]}; control plane up in $(($(now_ms) - t0))ms"
+  else
+    log "control plane already running ($(($(now_ms) - t0))ms)"
+  fi
+  log "apiserver ${APISERVER_URL}, admin kubeconfig ${ADMIN_KUBECONFIG}, CA ${PKI_DIR}/ca.crt"
+  log "logs /var/log/seed-{etcd,kube-apiserver,kube-controller-manager,kube-scheduler}.log"
+}
+
+main "$@"
