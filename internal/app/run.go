@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -24,8 +26,12 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/criconfig"
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
+	"github.com/seed-kubelet/kubelet/internal/mirror"
+	"github.com/seed-kubelet/kubelet/internal/nodelease"
+	"github.com/seed-kubelet/kubelet/internal/nodestatus"
 	"github.com/seed-kubelet/kubelet/internal/pleg"
 	"github.com/seed-kubelet/kubelet/internal/pod"
+	"github.com/seed-kubelet/kubelet/internal/podinputs"
 	"github.com/seed-kubelet/kubelet/internal/podsync"
 	"github.com/seed-kubelet/kubelet/internal/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/server"
@@ -89,25 +95,51 @@ func Run(ctx context.Context, o *options.Options) error {
 	klog.InfoS("Container runtime initialized", "containerRuntime", version.RuntimeName, "version", version.RuntimeVersion, "apiVersion", version.RuntimeApiVersion)
 
 	machineMemory := machineMemoryBytes()
-	recorder := events.LogRecorder{}
+	podMgr := pod.NewManager()
+	statusMgr := status.NewManager(nil)
+	var recorder events.Recorder = events.LogRecorder{}
+	var cl *clients
+	var inputs *podinputs.Source
+	var mirrors *mirror.Manager
+	if flags.KubeConfig != "" {
+		if cl, err = newClients(flags.KubeConfig, cfg); err != nil {
+			return err
+		}
+		recorder = eventRecorder(ctx, cl.events, nodeName)
+		inputs = podinputs.New(podinputs.Config{Client: cl.main, Clock: clk, Recorder: recorder})
+	}
+	node := &nodeState{}
+	if cl != nil {
+		mirrors = mirror.NewManager(mirror.New(mirror.Config{Client: cl.main, NodeName: nodeName, NodeUID: node.uid}), podMgr)
+	}
+
 	puller := kuberuntime.NewImagePuller(kuberuntime.ImageConfig{
 		Images: client.Image, Clock: clk, Recorder: recorder,
 		SerializePulls: derefBool(cfg.SerializeImagePulls, true), MaxParallelPulls: int(derefInt32(cfg.MaxParallelImagePulls)),
 		QPS: derefInt32AsFloat(cfg.RegistryPullQPS), Burst: int(cfg.RegistryBurst),
 	})
+	spec := criconfig.Options{
+		NodeName: nodeName, PodLogsDir: cfg.PodLogsDir, ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain,
+		ResolvConf: derefString(cfg.ResolverConfig), MachineMemoryBytes: machineMemory, MachineCPUMilli: int64(runtime.NumCPU()) * 1000,
+		HostIPs: hostIPs,
+	}
+	var creds kuberuntime.PullCredentials
+	if inputs != nil {
+		spec.EnvSource = inputs
+		creds = inputs.Credentials
+	}
 	runtimeMgr := kuberuntime.NewManager(kuberuntime.Config{
-		Runtime: client.Runtime, Images: puller, Clock: clk, Recorder: recorder,
-		Spec: criconfig.Options{
-			NodeName: nodeName, PodLogsDir: cfg.PodLogsDir, ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain,
-			ResolvConf: derefString(cfg.ResolverConfig), MachineMemoryBytes: machineMemory, MachineCPUMilli: int64(runtime.NumCPU()) * 1000,
-		},
+		Runtime: client.Runtime, Images: puller, Clock: clk, Recorder: recorder, Spec: spec, Credentials: creds,
 		PodsDir: podsDir, ContainerLogsDir: "/var/log/containers", HostIPs: hostIPs,
 	})
-	statusMgr := status.NewManager(nil)
-	syncer := podsync.New(podsync.Config{
+	syncCfg := podsync.Config{
 		Runtime: runtimeMgr, Status: statusMgr, Clock: clk, HostIPs: hostIPs,
 		RuntimeName: version.RuntimeName, MaxDeadPerContainer: 1,
-	})
+	}
+	if mirrors != nil {
+		syncCfg.Mirrors = mirrors
+	}
+	syncer := podsync.New(syncCfg)
 
 	podCfg := config.NewPodConfig(config.MuxConfig{Context: ctx, Clock: clk})
 	sources := sets.New[string]()
@@ -126,8 +158,9 @@ func Run(ctx context.Context, o *options.Options) error {
 			Clock: clk, Out: podCfg.Channel(config.HTTPSource),
 		})
 	}
-	if flags.KubeConfig != "" {
-		return fmt.Errorf("--kubeconfig: cluster mode is not available in this build yet; run without it for a standalone node")
+	if cl != nil {
+		sources.Insert(config.ApiserverSource)
+		go config.RunAPISource(ctx, config.APISourceConfig{Client: cl.main, NodeName: nodeName, Out: podCfg.Channel(config.ApiserverSource)})
 	}
 	if sources.Len() == 0 {
 		klog.InfoS("No pod sources configured (staticPodPath, staticPodURL or --kubeconfig); the kubelet will run no pods")
@@ -140,6 +173,7 @@ func Run(ctx context.Context, o *options.Options) error {
 
 	workers := podworkers.New(ctx, podworkers.Config{
 		Syncer: syncer, Clock: clk, ResyncInterval: cfg.SyncFrequency.Duration, BackOffPeriod: 10 * time.Second,
+		OnTerminated: func(p *v1.Pod) { statusMgr.Kick(p.UID) },
 	})
 	p := pleg.New(pleg.Config{
 		Lister: runtimeMgr, Clock: clk, Events: client.Runtime,
@@ -154,7 +188,6 @@ func Run(ctx context.Context, o *options.Options) error {
 		{Name: "pleg", Check: func() error { _, err := p.Healthy(); return err }},
 		{Name: "runtime", Check: runtimeHealth.err},
 	}
-	podMgr := pod.NewManager()
 	if cfg.HealthzPort != nil && *cfg.HealthzPort > 0 {
 		addr := net.JoinHostPort(cfg.HealthzBindAddress, strconv.Itoa(int(*cfg.HealthzPort)))
 		if err := server.Serve(ctx, "healthz", addr, server.HealthzMux(checks)); err != nil {
@@ -168,9 +201,61 @@ func Run(ctx context.Context, o *options.Options) error {
 		}
 	}
 
-	dispatcher := syncloop.NewDispatcher(syncloop.DispatcherConfig{
+	dcfg := syncloop.DispatcherConfig{
 		Pods: podMgr, Workers: workers, Runtime: runtimeMgr, SourcesReady: sourcesReady,
-	})
+	}
+	if cl != nil {
+		targets := &statusTargets{pods: podMgr}
+		go statusMgr.RunAPISync(ctx, status.APISyncConfig{
+			Client: cl.main, Clock: clk, ResyncPeriod: 10 * time.Second, Target: targets.target,
+			Terminated: func(uid types.UID) bool {
+				s, ok := workers.States()[uid]
+				return ok && s.State == podworkers.Terminated
+			},
+		})
+		dcfg.Mirrors = mirrors
+		dcfg.Reject = func(p *v1.Pod, reason, message string) {
+			targets.reject(p)
+			statusMgr.Set(p, rejectedStatus(reason, message, clk.Now()))
+			recorder.Eventf(p, v1.EventTypeWarning, reason, "%s", message)
+		}
+	}
+	ni, err := newNodeInputs(cfg, flags, nodeName, hostIPs, version.RuntimeName+"://"+version.RuntimeVersion,
+		client.Runtime, client.Image, func() error { _, err := p.Healthy(); return err })
+	if err != nil {
+		return err
+	}
+	node.set(ni.localNode(clk.Now()))
+	dcfg.Admit = admitter(node.get)
+	if cl != nil {
+		nc := nodestatus.New(nodestatus.Config{
+			Client: cl.heartbeat, NodeName: nodeName, Clock: clk, Inputs: ni.Inputs,
+			UpdateFrequency: cfg.NodeStatusUpdateFrequency.Duration, ReportFrequency: cfg.NodeStatusReportFrequency.Duration,
+			RegisterNode: derefBool(cfg.RegisterNode, true), Recorder: recorder,
+			OnRegistered: func(n *v1.Node) {
+				node.set(n)
+				// Static pods waited for the Node's UID to write mirror pods.
+				for _, sp := range podMgr.List() {
+					if pod.IsStatic(sp) {
+						workers.Sync(sp.UID)
+					}
+				}
+			},
+		})
+		go nc.Run(ctx)
+		// Admission follows the Node the API server has (labels, taints).
+		dcfg.Admit = admitter(func() *v1.Node {
+			if n, ok := nc.Node(); ok {
+				return n
+			}
+			return node.get()
+		})
+		go nodelease.New(nodelease.Config{
+			Client: cl.heartbeat, NodeName: nodeName, Clock: clk,
+			LeaseDurationSeconds: cfg.NodeLeaseDurationSeconds, NodeUID: nc.NodeUID,
+		}).Run(ctx)
+	}
+	dispatcher := syncloop.NewDispatcher(dcfg)
 	syncTicker := clk.NewTicker(time.Second)
 	defer syncTicker.Stop()
 	hkTicker := clk.NewTicker(2 * time.Second)

@@ -90,8 +90,12 @@ func TestFileSourceLifecycle(t *testing.T) {
 	if got := u.Pods[0]; got.Name != "a-node1" || got.Spec.NodeName != testNode || got.Annotations[ConfigSourceAnnotationKey] != FileSource {
 		t.Fatalf("added pod %s on %q with annotations %v", got.Name, got.Spec.NodeName, got.Annotations)
 	}
-	if !mux.SeenAllSources(sets.New(FileSource)) {
-		t.Fatalf("the file source must be seen once it delivered")
+	// The source is marked seen right after its updates are queued.
+	for deadline := time.Now().Add(2 * time.Second); !mux.SeenAllSources(sets.New(FileSource)); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the file source must be seen once it delivered")
+		}
+		time.Sleep(time.Millisecond)
 	}
 
 	// An edit of a manifest with a fixed UID is an UPDATE.

@@ -13,11 +13,14 @@ type Manager struct {
 	mu     sync.RWMutex
 	byUID  map[types.UID]*v1.Pod
 	byName map[string]*v1.Pod
+	// mirrors are the API server's mirror pods of static pods, by full
+	// name; they are never run, only kept in step with their static pod.
+	mirrors map[string]*v1.Pod
 }
 
 // NewManager returns an empty Manager.
 func NewManager() *Manager {
-	return &Manager{byUID: map[types.UID]*v1.Pod{}, byName: map[string]*v1.Pod{}}
+	return &Manager{byUID: map[types.UID]*v1.Pod{}, byName: map[string]*v1.Pod{}, mirrors: map[string]*v1.Pod{}}
 }
 
 // FullName is namespace/name.
@@ -29,10 +32,26 @@ func IsStatic(p *v1.Pod) bool {
 	return src != "" && src != "api"
 }
 
-// AddOrUpdate stores pod.
+// MirrorAnnotation marks a mirror pod; its value is the static pod's hash.
+const MirrorAnnotation = "kubernetes.io/config.mirror"
+
+// HashAnnotation is the static pod's hash (its UID).
+const HashAnnotation = "kubernetes.io/config.hash"
+
+// IsMirror reports whether p is a mirror pod.
+func IsMirror(p *v1.Pod) bool {
+	_, ok := p.Annotations[MirrorAnnotation]
+	return ok
+}
+
+// AddOrUpdate stores pod (a mirror pod goes to the mirror index).
 func (m *Manager) AddOrUpdate(p *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if IsMirror(p) {
+		m.mirrors[FullName(p)] = p
+		return
+	}
 	if old, ok := m.byUID[p.UID]; ok && FullName(old) != FullName(p) {
 		delete(m.byName, FullName(old))
 	}
@@ -44,6 +63,12 @@ func (m *Manager) AddOrUpdate(p *v1.Pod) {
 func (m *Manager) Remove(p *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if IsMirror(p) {
+		if cur, ok := m.mirrors[FullName(p)]; ok && cur.UID == p.UID {
+			delete(m.mirrors, FullName(p))
+		}
+		return
+	}
 	delete(m.byUID, p.UID)
 	if cur, ok := m.byName[FullName(p)]; ok && cur.UID == p.UID {
 		delete(m.byName, FullName(p))
@@ -86,5 +111,28 @@ func (m *Manager) List() []*v1.Pod {
 		}
 		return out[i].UID < out[j].UID
 	})
+	return out
+}
+
+// Mirror returns the mirror pod of the static pod p, if the API has one.
+func (m *Manager) Mirror(p *v1.Pod) (*v1.Pod, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	mp, ok := m.mirrors[FullName(p)]
+	return mp, ok
+}
+
+// OrphanedMirrors lists mirror pods whose static pod is gone, or whose
+// hash no longer matches it.
+func (m *Manager) OrphanedMirrors() []*v1.Pod {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []*v1.Pod
+	for name, mp := range m.mirrors {
+		sp, ok := m.byName[name]
+		if !ok || !IsStatic(sp) || mp.Annotations[MirrorAnnotation] != sp.Annotations[HashAnnotation] {
+			out = append(out, mp)
+		}
+	}
 	return out
 }

@@ -44,3 +44,33 @@ func TestIsStatic(t *testing.T) {
 		t.Fatal("api pod static")
 	}
 }
+
+func TestMirrorPods(t *testing.T) {
+	m := NewManager()
+	static := mk("s1", "etcd-node")
+	static.Annotations = map[string]string{"kubernetes.io/config.source": "file", HashAnnotation: "s1"}
+	mirror := mk("m1", "etcd-node")
+	mirror.Annotations = map[string]string{MirrorAnnotation: "s1"}
+	m.AddOrUpdate(static)
+	m.AddOrUpdate(mirror)
+	if got, ok := m.Mirror(static); !ok || got.UID != "m1" {
+		t.Fatalf("Mirror = %v, %v", got, ok)
+	}
+	if len(m.List()) != 1 {
+		t.Fatal("a mirror pod must not be listed as a pod to run")
+	}
+	if o := m.OrphanedMirrors(); len(o) != 0 {
+		t.Fatalf("mirror with matching hash reported orphaned: %v", o)
+	}
+	stale := mk("m2", "etcd-node")
+	stale.Annotations = map[string]string{MirrorAnnotation: "old-hash"}
+	m.AddOrUpdate(stale)
+	if o := m.OrphanedMirrors(); len(o) != 1 || o[0].UID != "m2" {
+		t.Fatalf("mirror with a stale hash not reported: %v", o)
+	}
+	m.Remove(static)
+	m.Remove(stale)
+	if _, ok := m.Mirror(static); ok {
+		t.Fatal("removed mirror still found")
+	}
+}

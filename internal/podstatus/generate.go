@@ -24,6 +24,9 @@ type Input struct {
 	HostIPs []string
 	// RuntimeName prefixes container IDs ("containerd://<id>").
 	RuntimeName string
+	// Terminal is set once the pod's containers were stopped for good (the
+	// pod was deleted or finished): the phase is then Succeeded or Failed.
+	Terminal bool
 	// Ready reports readiness of a running container (probes); nil means
 	// a running container is ready.
 	Ready func(name string) bool
@@ -80,12 +83,30 @@ func Generate(in Input) v1.PodStatus {
 	sort.Slice(s.ContainerStatuses, func(i, j int) bool { return s.ContainerStatuses[i].Name < s.ContainerStatuses[j].Name })
 
 	s.Phase = Phase(pod, s.InitContainerStatuses, s.ContainerStatuses)
+	if in.Terminal && !isTerminal(s.Phase) {
+		s.Phase = terminalPhase(s.ContainerStatuses)
+	}
 	if isTerminal(in.Old.Phase) {
 		s.Phase = in.Old.Phase
 		s.Reason, s.Message = in.Old.Reason, in.Old.Message
 	}
 	s.Conditions = in.conditions(s, rt)
 	return s
+}
+
+// terminalPhase is the phase of a pod whose containers were all stopped:
+// Succeeded only if every container exited 0.
+func terminalPhase(statuses []v1.ContainerStatus) v1.PodPhase {
+	for _, st := range statuses {
+		t := st.State.Terminated
+		if t == nil {
+			t = st.LastTerminationState.Terminated
+		}
+		if t == nil || t.ExitCode != 0 {
+			return v1.PodFailed
+		}
+	}
+	return v1.PodSucceeded
 }
 
 func isTerminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }

@@ -151,3 +151,16 @@ func TestInitContainers(t *testing.T) {
 		t.Fatalf("after init: phase %s, initialized %s", s.Phase, cond(s, v1.PodInitialized).Status)
 	}
 }
+
+func TestTerminalPodGetsTerminalPhase(t *testing.T) {
+	p := mkPod(v1.RestartPolicyAlways, "c")
+	killed := exited("c", 137, 0)
+	s := Generate(Input{Pod: p, Runtime: rt(killed), Terminal: true, Now: now})
+	if s.Phase != v1.PodFailed {
+		t.Fatalf("killed pod phase = %s, want Failed", s.Phase)
+	}
+	s = Generate(Input{Pod: p, Runtime: rt(exited("c", 0, 0)), Terminal: true, Now: now})
+	if s.Phase != v1.PodSucceeded {
+		t.Fatalf("cleanly stopped pod phase = %s, want Succeeded", s.Phase)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,7 +39,19 @@ type Config struct {
 	RuntimeName string
 	// MaxDeadPerContainer dead instances kept per container (1 upstream).
 	MaxDeadPerContainer int
+	// Mirrors keeps static pods' mirror pods in the API server; nil in
+	// standalone mode.
+	Mirrors MirrorEnsurer
 }
+
+// MirrorEnsurer creates or replaces a static pod's mirror pod.
+type MirrorEnsurer interface {
+	Ensure(ctx context.Context, static *v1.Pod) error
+}
+
+// mirrorRetry is how soon a sync is retried when the mirror pod could not
+// be written (the API server is away, or the Node is not registered yet).
+const mirrorRetry = 2 * time.Second
 
 // Syncer implements podworkers.Syncer.
 type Syncer struct {
@@ -55,6 +68,10 @@ func New(cfg Config) *Syncer {
 }
 
 func (s *Syncer) publish(pod *v1.Pod, st *kuberuntime.PodStatus) v1.PodStatus {
+	return s.publishWith(pod, st, false)
+}
+
+func (s *Syncer) publishWith(pod *v1.Pod, st *kuberuntime.PodStatus, terminal bool) v1.PodStatus {
 	old, _ := s.cfg.Status.Get(pod.UID)
 	s.mu.Lock()
 	failures := make(map[string]kuberuntime.ContainerFailure, len(s.failures[pod.UID]))
@@ -64,7 +81,7 @@ func (s *Syncer) publish(pod *v1.Pod, st *kuberuntime.PodStatus) v1.PodStatus {
 	s.mu.Unlock()
 	ps := podstatus.Generate(podstatus.Input{
 		Pod: pod, Runtime: st, Failures: failures, Old: old, HostIPs: s.cfg.HostIPs,
-		RuntimeName: s.cfg.RuntimeName, Now: s.cfg.Clock.Now(),
+		RuntimeName: s.cfg.RuntimeName, Now: s.cfg.Clock.Now(), Terminal: terminal,
 	})
 	s.cfg.Status.Set(pod, ps)
 	return ps
@@ -96,6 +113,13 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	if ps.Phase == v1.PodSucceeded || ps.Phase == v1.PodFailed {
 		return podworkers.Outcome{Terminal: true}, nil
 	}
+	mirrorFailed := false
+	if s.cfg.Mirrors != nil {
+		if err := s.cfg.Mirrors.Ensure(ctx, pod); err != nil {
+			klog.V(2).InfoS("Cannot write the mirror pod yet, will retry", "pod", klog.KObj(pod), "err", err)
+			mirrorFailed = true
+		}
+	}
 	s.cfg.Runtime.PruneContainers(ctx, st, s.cfg.MaxDeadPerContainer)
 	res := s.cfg.Runtime.SyncPod(ctx, pod, st)
 	s.record(pod.UID, res)
@@ -106,6 +130,9 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 		}
 	}
 	out := podworkers.Outcome{RequeueAfter: res.RequeueAfter}
+	if mirrorFailed && (out.RequeueAfter == 0 || out.RequeueAfter > mirrorRetry) {
+		out.RequeueAfter = mirrorRetry
+	}
 	if res.Err == nil && (ps.Phase == v1.PodSucceeded || ps.Phase == v1.PodFailed) {
 		out.Terminal = true
 	}
@@ -122,7 +149,7 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, gracePerio
 		return fmt.Errorf("kill pod %s: %w", klog.KObj(pod), err)
 	}
 	if st2, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
-		s.publish(pod, st2)
+		s.publishWith(pod, st2, true)
 	}
 	klog.V(2).InfoS("Pod terminated", "pod", klog.KObj(pod), "podUID", pod.UID)
 	return nil

@@ -69,6 +69,9 @@ type Config struct {
 	ResyncInterval time.Duration
 	// BackOffPeriod is the retry delay after a failed sync.
 	BackOffPeriod time.Duration
+	// OnTerminated, when set, is called once a pod's containers are all
+	// stopped for good (for example to finish its deletion in the API).
+	OnTerminated func(pod *v1.Pod)
 }
 
 type worker struct {
@@ -230,6 +233,9 @@ func (p *PodWorkers) step(w *worker) bool {
 		p.mu.Lock()
 		w.state = Terminated
 		w.signal()
+		if p.cfg.OnTerminated != nil {
+			go p.cfg.OnTerminated(pod)
+		}
 		// Pods waiting for this name may go now.
 		for _, o := range p.workers {
 			if o != w && o.fullName == w.fullName {

@@ -12,6 +12,8 @@ type Manager struct {
 	mu       sync.RWMutex
 	statuses map[types.UID]v1.PodStatus
 	notify   func(uid types.UID)
+	// dirty, when the API sync runs, receives the UIDs whose status changed.
+	dirty chan types.UID
 }
 
 // NewManager returns an empty Manager. onChange, when not nil, is called
@@ -37,9 +39,30 @@ func (m *Manager) Set(pod *v1.Pod, s v1.PodStatus) {
 	}
 	changed := !had || !equalStatus(old, s)
 	m.statuses[pod.UID] = *s.DeepCopy()
+	dirty := m.dirty
 	m.mu.Unlock()
+	if changed && dirty != nil {
+		select {
+		case dirty <- pod.UID:
+		default: // the periodic resync catches up
+		}
+	}
 	if changed && m.notify != nil {
 		m.notify(pod.UID)
+	}
+}
+
+// Kick asks the API sync to look at uid again (for example when the API
+// marked it for deletion).
+func (m *Manager) Kick(uid types.UID) {
+	m.mu.RLock()
+	dirty := m.dirty
+	m.mu.RUnlock()
+	if dirty != nil {
+		select {
+		case dirty <- uid:
+		default:
+		}
 	}
 }
 

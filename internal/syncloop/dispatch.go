@@ -49,6 +49,19 @@ type DispatcherConfig struct {
 	SourcesReady func() bool
 	// OnHousekeeping runs extra periodic work (back-off GC, ...); may be nil.
 	OnHousekeeping func(ctx context.Context)
+	// Mirrors handles mirror pods in cluster mode; nil in standalone mode.
+	Mirrors MirrorHandler
+	// Admit decides whether a new pod may run beside the active ones; nil
+	// admits every pod.
+	Admit func(pod *v1.Pod, active []*v1.Pod) (ok bool, reason, message string)
+	// Reject records a pod that was not admitted (its status goes Failed).
+	Reject func(pod *v1.Pod, reason, message string)
+}
+
+// MirrorHandler deletes mirror pods.
+type MirrorHandler interface {
+	Delete(ctx context.Context, mirror *v1.Pod) error
+	DeleteOrphans(ctx context.Context)
 }
 
 // Dispatcher is the Handler that feeds the pod workers.
@@ -70,19 +83,82 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 // HandlePodUpdate applies a config update to the desired pods and workers.
 func (d *Dispatcher) HandlePodUpdate(ctx context.Context, u config.PodUpdate) {
 	for _, p := range u.Pods {
+		if pod.IsMirror(p) {
+			d.handleMirror(ctx, u.Op, p)
+			continue
+		}
 		switch u.Op {
-		case config.ADD, config.UPDATE, config.RECONCILE:
+		case config.ADD:
+			if _, known := d.cfg.Pods.Get(p.UID); !known && !d.admit(p) {
+				continue
+			}
 			d.cfg.Pods.AddOrUpdate(p)
-			if u.Op != config.RECONCILE {
-				d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Sync})
+			d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Sync})
+		case config.UPDATE:
+			if _, known := d.cfg.Pods.Get(p.UID); !known {
+				continue // rejected at admission
+			}
+			d.cfg.Pods.AddOrUpdate(p)
+			d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Sync})
+		case config.RECONCILE:
+			if _, known := d.cfg.Pods.Get(p.UID); known {
+				d.cfg.Pods.AddOrUpdate(p)
 			}
 		case config.DELETE:
-			// Graceful deletion: stop within the pod's deletion grace period.
-			d.cfg.Pods.AddOrUpdate(p)
+			// Graceful deletion: stop within the pod's deletion grace period;
+			// the status manager deletes the object once it is terminated.
+			if _, known := d.cfg.Pods.Get(p.UID); known {
+				d.cfg.Pods.AddOrUpdate(p)
+			}
 			d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Kill, GracePeriod: p.DeletionGracePeriodSeconds})
 		case config.REMOVE:
 			d.cfg.Pods.Remove(p)
 			d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Kill, Removed: true})
+		}
+	}
+}
+
+// admit runs node admission for a pod the kubelet has not seen before.
+func (d *Dispatcher) admit(p *v1.Pod) bool {
+	if d.cfg.Admit == nil {
+		return true
+	}
+	states := d.cfg.Workers.States()
+	var active []*v1.Pod
+	for _, other := range d.cfg.Pods.List() {
+		if s, ok := states[other.UID]; ok && s.State != podworkers.Syncing {
+			continue // terminating or terminated pods hold no resources
+		}
+		active = append(active, other)
+	}
+	ok, reason, message := d.cfg.Admit(p, active)
+	if ok {
+		return true
+	}
+	klog.InfoS("Pod rejected at admission", "pod", klog.KObj(p), "podUID", p.UID, "reason", reason, "message", message)
+	if d.cfg.Reject != nil {
+		d.cfg.Reject(p, reason, message)
+	}
+	return false
+}
+
+// handleMirror keeps the mirror index current. A mirror pod being deleted
+// (or gone) is removed now; the next sync of its static pod recreates it.
+func (d *Dispatcher) handleMirror(ctx context.Context, op config.Operation, mp *v1.Pod) {
+	switch op {
+	case config.REMOVE:
+		d.cfg.Pods.Remove(mp)
+	default:
+		d.cfg.Pods.AddOrUpdate(mp)
+	}
+	if op == config.DELETE && d.cfg.Mirrors != nil {
+		if err := d.cfg.Mirrors.Delete(ctx, mp); err != nil {
+			klog.ErrorS(err, "Cannot delete mirror pod", "pod", klog.KObj(mp))
+		}
+	}
+	if op == config.REMOVE || op == config.DELETE {
+		if static, ok := d.cfg.Pods.GetByFullName(mp.Namespace, mp.Name); ok {
+			d.cfg.Workers.Sync(static.UID)
 		}
 	}
 }
@@ -112,6 +188,9 @@ func (d *Dispatcher) HandleHousekeeping(ctx context.Context) {
 	}
 	if d.cfg.SourcesReady != nil && !d.cfg.SourcesReady() {
 		return
+	}
+	if d.cfg.Mirrors != nil {
+		d.cfg.Mirrors.DeleteOrphans(ctx)
 	}
 	running, err := d.cfg.Runtime.GetPods(ctx, true)
 	if err != nil {

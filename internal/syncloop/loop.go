@@ -38,6 +38,11 @@ func Iteration(ctx context.Context, configCh <-chan config.PodUpdate, plegCh <-c
 	case <-syncCh:
 		h.HandleSyncTick(ctx)
 	case <-housekeepingCh:
+		if len(configCh) > 0 {
+			// Pods a source already delivered are not handled yet: cleaning
+			// up now could kill them as orphans. Skip this round.
+			return true
+		}
 		h.HandleHousekeeping(ctx)
 	}
 	return true

@@ -1,0 +1,125 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/seed-kubelet/kubelet/internal/app/options"
+	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/pod"
+	"github.com/seed-kubelet/kubelet/internal/status"
+)
+
+// clients are the kubelet's API connections, as upstream splits them: the
+// main client, one for events (its own rate limit) and one for heartbeats
+// (node status and lease: no rate limit, a short timeout).
+type clients struct {
+	main, events, heartbeat kubernetes.Interface
+}
+
+func newClients(kubeconfig string, cfg *kubeletconfig.KubeletConfiguration) (*clients, error) {
+	base, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+	}
+	base.UserAgent = "kubelet/" + options.Version + " (linux) seed-kubelet"
+	if cfg.ContentType != "" {
+		base.ContentType = cfg.ContentType
+		base.AcceptContentTypes = cfg.ContentType + ",application/json"
+	}
+	mk := func(mutate func(c *rest.Config)) (kubernetes.Interface, error) {
+		c := rest.CopyConfig(base)
+		mutate(c)
+		return kubernetes.NewForConfig(c)
+	}
+	var out clients
+	if out.main, err = mk(func(c *rest.Config) {
+		c.QPS = float32(derefInt32(cfg.KubeAPIQPS))
+		c.Burst = int(cfg.KubeAPIBurst)
+	}); err != nil {
+		return nil, err
+	}
+	if out.events, err = mk(func(c *rest.Config) {
+		c.QPS = float32(derefInt32(cfg.EventRecordQPS))
+		c.Burst = int(cfg.EventBurst)
+	}); err != nil {
+		return nil, err
+	}
+	if out.heartbeat, err = mk(func(c *rest.Config) {
+		c.QPS = -1 // never wait behind other requests
+		c.Timeout = cfg.NodeStatusUpdateFrequency.Duration
+		if lease := time.Duration(cfg.NodeLeaseDurationSeconds) * time.Second; lease > 0 && (c.Timeout == 0 || c.Timeout > lease) {
+			c.Timeout = lease
+		}
+	}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// eventRecorder sends events to the API through client-go's broadcaster.
+func eventRecorder(ctx context.Context, client kubernetes.Interface, nodeName string) events.Recorder {
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	go func() {
+		<-ctx.Done()
+		b.Shutdown()
+	}()
+	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: nodeName})
+}
+
+// statusTargets maps a pod UID to the API object its status goes to: the
+// pod, the mirror pod of a static pod, or a pod that admission rejected.
+type statusTargets struct {
+	pods     *pod.Manager
+	mu       sync.Mutex
+	rejected map[types.UID]*v1.Pod
+}
+
+func (s *statusTargets) reject(p *v1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rejected == nil {
+		s.rejected = map[types.UID]*v1.Pod{}
+	}
+	s.rejected[p.UID] = p
+}
+
+func (s *statusTargets) target(uid types.UID) (status.Target, bool) {
+	p, ok := s.pods.Get(uid)
+	if !ok {
+		s.mu.Lock()
+		p, ok = s.rejected[uid]
+		s.mu.Unlock()
+		if !ok {
+			return status.Target{}, false
+		}
+	}
+	if pod.IsStatic(p) {
+		mp, ok := s.pods.Mirror(p)
+		if !ok {
+			return status.Target{}, false
+		}
+		return status.Target{Namespace: mp.Namespace, Name: mp.Name, UID: mp.UID}, true
+	}
+	return status.Target{Namespace: p.Namespace, Name: p.Name, UID: p.UID}, true
+}
+
+// rejectedStatus is the status of a pod that admission refused, as upstream.
+func rejectedStatus(reason, message string, now time.Time) v1.PodStatus {
+	t := metav1.NewTime(now)
+	return v1.PodStatus{Phase: v1.PodFailed, Reason: reason, Message: message, StartTime: &t}
+}
