@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/klog/v2"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/seed-kubelet/kubelet/internal/admission"
 	"github.com/seed-kubelet/kubelet/internal/app/options"

@@ -57,7 +57,7 @@ func TestStatusPatchCarriesUID(t *testing.T) {
 		t.Fatal(err)
 	}
 	var m struct {
-		Metadata struct{ UID string } `json:"metadata"`
+		Metadata struct{ UID string }   `json:"metadata"`
 		Status   struct{ Phase string } `json:"status"`
 	}
 	if err := json.Unmarshal(patch, &m); err != nil {

@@ -24,8 +24,10 @@ func (h *recordingHandler) HandlePodUpdate(ctx context.Context, u config.PodUpda
 func (h *recordingHandler) HandlePLEGEvent(ctx context.Context, e pleg.Event) {
 	h.calls = append(h.calls, "pleg "+string(e.Type))
 }
-func (h *recordingHandler) HandleSyncTick(ctx context.Context)     { h.calls = append(h.calls, "sync") }
-func (h *recordingHandler) HandleHousekeeping(ctx context.Context) { h.calls = append(h.calls, "housekeeping") }
+func (h *recordingHandler) HandleSyncTick(ctx context.Context) { h.calls = append(h.calls, "sync") }
+func (h *recordingHandler) HandleHousekeeping(ctx context.Context) {
+	h.calls = append(h.calls, "housekeeping")
+}
 
 func TestIteration(t *testing.T) {
 	ctx := context.Background()
@@ -35,8 +37,12 @@ func TestIteration(t *testing.T) {
 		want     string
 		wantMore bool
 	}{
-		{name: "config update", fill: func(c chan config.PodUpdate, _ chan pleg.Event, _, _ chan time.Time) { c <- config.PodUpdate{Op: config.ADD} }, want: "config ADD", wantMore: true},
-		{name: "pleg event", fill: func(_ chan config.PodUpdate, p chan pleg.Event, _, _ chan time.Time) { p <- pleg.Event{Type: pleg.ContainerDied} }, want: "pleg ContainerDied", wantMore: true},
+		{name: "config update", fill: func(c chan config.PodUpdate, _ chan pleg.Event, _, _ chan time.Time) {
+			c <- config.PodUpdate{Op: config.ADD}
+		}, want: "config ADD", wantMore: true},
+		{name: "pleg event", fill: func(_ chan config.PodUpdate, p chan pleg.Event, _, _ chan time.Time) {
+			p <- pleg.Event{Type: pleg.ContainerDied}
+		}, want: "pleg ContainerDied", wantMore: true},
 		{name: "sync tick", fill: func(_ chan config.PodUpdate, _ chan pleg.Event, s, _ chan time.Time) { s <- time.Now() }, want: "sync", wantMore: true},
 		{name: "housekeeping", fill: func(_ chan config.PodUpdate, _ chan pleg.Event, _, h chan time.Time) { h <- time.Now() }, want: "housekeeping", wantMore: true},
 		{name: "closed config channel stops the loop", fill: func(c chan config.PodUpdate, _ chan pleg.Event, _, _ chan time.Time) { close(c) }, wantMore: false},
@@ -98,8 +104,8 @@ func (noRuntime) GetPodStatus(context.Context, types.UID, string, string) (*kube
 	return &kuberuntime.PodStatus{}, nil
 }
 func (noRuntime) KillPod(context.Context, *v1.Pod, *kuberuntime.PodStatus, *int64) error { return nil }
-func (noRuntime) RemovePod(context.Context, *kuberuntime.PodStatus) error              { return nil }
-func (noRuntime) OrphanedPodDirs(map[types.UID]bool) []string                          { return nil }
+func (noRuntime) RemovePod(context.Context, *kuberuntime.PodStatus) error                { return nil }
+func (noRuntime) OrphanedPodDirs(map[types.UID]bool) []string                            { return nil }
 
 func mkPod(uid, name string, annotations map[string]string) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Name: name, Namespace: "default", Annotations: annotations}}
