@@ -23,15 +23,18 @@ main() {
   [[ ${#node} -le 253 && $node =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$ ]] ||
     die "invalid node name '${node}': must be a lowercase RFC 1123 DNS subdomain"
   [[ $(id -u) == 0 ]] || die "run as root"
-  ensure_openssl >&2
+  ensure_tools >&2
   dir=${NODES_DIR}/${node}
 
   lock_pki
-  ensure_ca
-  issue_cert kubelet-client "$dir" "/O=system:nodes/CN=system:node:${node}" client
-  issue_cert kubelet "$dir" "/CN=${node}" server "DNS:${node}" "IP:127.0.0.1"
-  if ! kubeconfig_current "${dir}/kubeconfig" "${dir}/kubelet-client.crt"; then
-    write_kubeconfig "${dir}/kubeconfig" "system:node:${node}" "${dir}/kubelet-client.crt" "${dir}/kubelet-client.key"
+  if ! pki_fresh "${dir}/.checked" "${dir}"/{kubeconfig,kubelet-client.crt,kubelet-client.key,kubelet.crt,kubelet.key}; then
+    ensure_ca
+    issue_cert kubelet-client "$dir" "/O=system:nodes/CN=system:node:${node}" client
+    issue_cert kubelet "$dir" "/CN=${node}" server "DNS:${node}" "IP:127.0.0.1"
+    if ! kubeconfig_current "${dir}/kubeconfig" "${dir}/kubelet-client.crt"; then
+      write_kubeconfig "${dir}/kubeconfig" "system:node:${node}" "${dir}/kubelet-client.crt" "${dir}/kubelet-client.key"
+    fi
+    pki_stamp "${dir}/.checked"
   fi
   unlock_pki
 

@@ -65,7 +65,8 @@ write_configs() {
 
   # Plain-HTTP access to the loopback registry through the CRI.
   local host
-  for host in localhost:5000 127.0.0.1:5000; do
+  # localhost:5001 is the basic-auth proxy the e2e tests put in front of it.
+  for host in localhost:5000 127.0.0.1:5000 localhost:5001; do
     install_file "${CERTS_DIR}/${host}/hosts.toml" "server = \"http://${host}\"
 
 [host.\"http://${host}\"]

@@ -12,6 +12,11 @@
 # serving certificates (hack/make-node-credentials.sh) carry 127.0.0.1 and the
 # node name as SANs, so no /etc/hosts entries are needed.
 #
+# The "kubernetes" Service exists but has no endpoints: the apiserver's only
+# address is 127.0.0.1, which Endpoints may not hold, so its endpoint
+# reconciler is off (--endpoint-reconciler-type=none) instead of failing every
+# 10s. There is no kube-proxy either: pods cannot reach the apiserver.
+#
 # Environment: ETCD_UNSAFE_NO_FSYNC=1 runs etcd without fsync (faster writes
 # on slow disks; the data does not survive a machine crash).
 set -euo pipefail
@@ -40,6 +45,16 @@ generate_pki() {
   local t0
   t0=$(now_ms)
   lock_pki
+  local stamp=${PKI_DIR}/.checked files=() n
+  for n in apiserver apiserver-kubelet-client admin controller-manager scheduler; do
+    files+=("${PKI_DIR}/${n}.crt" "${PKI_DIR}/${n}.key")
+  done
+  files+=("${PKI_DIR}/sa.key" "${PKI_DIR}/sa.pub" "$ADMIN_KUBECONFIG"
+    "${KUBECONFIG_DIR}/controller-manager.kubeconfig" "${KUBECONFIG_DIR}/scheduler.kubeconfig")
+  if pki_fresh "$stamp" "${files[@]}"; then
+    unlock_pki
+    return
+  fi
   ensure_ca
   if [[ ! -f ${PKI_DIR}/sa.key || ! -f ${PKI_DIR}/sa.pub ]]; then
     (umask 077 && openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "${PKI_DIR}/sa.key.tmp" 2>/dev/null) ||
@@ -63,6 +78,7 @@ generate_pki() {
   kubeconfig_current "${KUBECONFIG_DIR}/scheduler.kubeconfig" "${PKI_DIR}/scheduler.crt" ||
     write_kubeconfig "${KUBECONFIG_DIR}/scheduler.kubeconfig" system:kube-scheduler \
       "${PKI_DIR}/scheduler.crt" "${PKI_DIR}/scheduler.key"
+  pki_stamp "$stamp"
   unlock_pki
   if [[ $PKI_CHANGED == yes ]]; then
     log "pki: written to ${PKI_DIR} in $(($(now_ms) - t0))ms"
@@ -104,21 +120,44 @@ port_taken() {
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-# ensure NAME PIDFILE LOG HEALTHCHECK RESTART PORT -- CMD...: leaves NAME
-# alone when it answers HEALTHCHECK and needs no restart; otherwise starts
-# it. Does not wait.
-ensure() {
-  local name=$1 pidfile=$2 logfile=$3 check=$4 restart=$5 port=$6
-  shift 7
-  if pid_alive "$pidfile"; then
-    if [[ $restart == yes ]] || stale "$pidfile"; then
-      log "${name}: restarting (binary or certificates changed)"
-      stop_daemon "$pidfile" "$name" >/dev/null
+# restart_changed: stops, dependents first, each component whose binary was
+# rebuilt since it started or (etcd aside) whose certificates changed, so
+# that ensure starts it again. A restarting apiserver takes the controller-
+# manager and scheduler along: while they hold watches it takes a minute to
+# exit.
+restart_changed() {
+  local name pidfile reason api_restarts=no
+  pidfile=${RUN_DIR}/kube-apiserver.pid
+  if pid_alive "$pidfile" && { stale "$pidfile" || [[ $PKI_CHANGED == yes ]]; }; then
+    api_restarts=yes
+  fi
+  for name in kube-scheduler kube-controller-manager kube-apiserver etcd; do
+    pidfile=${RUN_DIR}/${name}.pid
+    pid_alive "$pidfile" || continue
+    if stale "$pidfile"; then
+      reason="binary rebuilt"
+    elif [[ $PKI_CHANGED == yes && $name != etcd ]]; then
+      reason="certificates changed"
+    elif [[ $api_restarts == yes && $name != etcd ]]; then
+      reason="kube-apiserver restarts"
     else
-      "$check" || log "${name}: running (pid $(<"$pidfile")), not answering yet"
-      return
+      continue
     fi
-  elif "$check"; then
+    log "${name}: restarting (${reason})"
+    stop_daemon "$pidfile" "$name" >/dev/null
+  done
+}
+
+# ensure NAME PIDFILE LOG HEALTHCHECK PORT -- CMD...: starts NAME unless it
+# runs (started by this script). Does not wait.
+ensure() {
+  local name=$1 pidfile=$2 logfile=$3 check=$4 port=$5
+  shift 6
+  if pid_alive "$pidfile"; then
+    "$check" || log "${name}: running (pid $(<"$pidfile")), not answering yet"
+    return
+  fi
+  if "$check"; then
     die "${name}: something not started by this script answers on port ${port}; stop it first"
   elif port_taken "$port"; then
     die "${name}: port ${port} is taken by another process"
@@ -131,6 +170,7 @@ ensure() {
 # fails early when the process exits.
 await() {
   local name=$1 pidfile=$2 logfile=$3 timeout=$4 check=$5 t0 deadline
+  "$check" >/dev/null 2>&1 && return
   t0=$(now_ms)
   deadline=$((t0 + timeout * 1000))
   until "$check" >/dev/null 2>&1; do
@@ -149,19 +189,18 @@ await() {
 
 main() {
   [[ $(id -u) == 0 ]] || die "run as root"
-  command -v curl >/dev/null || die "curl is missing (apt-get install curl)"
-  local t0 restart=no etcd_version
+  local t0 etcd_version
   t0=$(now_ms)
   STARTED=()
   check_binaries
-  ensure_openssl
+  ensure_tools
   mkdir -p "$RUN_DIR" "$CP_STATE_DIR"
   # One start at a time (tests may call this script in parallel).
   exec 8>"$START_LOCK"
   flock -w 180 8 || die "timed out waiting for another start-control-plane.sh"
 
   generate_pki
-  [[ $PKI_CHANGED == yes ]] && restart=yes
+  restart_changed
 
   local etcd_args=(
     --name=seed --data-dir="$ETCD_DATA_DIR"
@@ -171,15 +210,16 @@ main() {
   )
   [[ ${ETCD_UNSAFE_NO_FSYNC:-0} == 1 ]] && etcd_args+=(--unsafe-no-fsync)
   mkdir -p "$ETCD_DATA_DIR" && chmod 700 "$ETCD_DATA_DIR"
-  ensure etcd "$ETCD_PID" "$ETCD_LOG" etcd_healthy no 2379 -- "${BIN_DIR}/etcd" "${etcd_args[@]}"
+  ensure etcd "$ETCD_PID" "$ETCD_LOG" etcd_healthy 2379 -- "${BIN_DIR}/etcd" "${etcd_args[@]}"
   await etcd "$ETCD_PID" "$ETCD_LOG" 20 etcd_healthy
   etcd_version=$(curl -sf --max-time 2 "${ETCD_CLIENT_URL}/version" | sed -n 's/.*"etcdserver":"\([^"]*\)".*/\1/p')
   [[ $etcd_version == 3.[6-9]* ]] || die "etcd on ${ETCD_CLIENT_URL} is ${etcd_version:-unknown}; kube-apiserver 1.36 needs 3.6"
 
-  ensure kube-apiserver "$APISERVER_PID" "$APISERVER_LOG" apiserver_ready "$restart" 6443 -- \
+  ensure kube-apiserver "$APISERVER_PID" "$APISERVER_LOG" apiserver_ready 6443 -- \
     "${BIN_DIR}/kube-apiserver" \
     --etcd-servers="$ETCD_CLIENT_URL" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=6443 \
+    --endpoint-reconciler-type=none \
     --tls-cert-file="${PKI_DIR}/apiserver.crt" --tls-private-key-file="${PKI_DIR}/apiserver.key" \
     --client-ca-file="${PKI_DIR}/ca.crt" \
     --authorization-mode=Node,RBAC \
@@ -200,7 +240,7 @@ main() {
   # Started once the apiserver is ready: the controller-manager gives up
   # when the apiserver is not healthy within 10s of its start.
   local cm_kc=${KUBECONFIG_DIR}/controller-manager.kubeconfig sched_kc=${KUBECONFIG_DIR}/scheduler.kubeconfig
-  ensure kube-controller-manager "$CM_PID" "$CM_LOG" cm_healthy "$restart" "$CONTROLLER_MANAGER_PORT" -- \
+  ensure kube-controller-manager "$CM_PID" "$CM_LOG" cm_healthy "$CONTROLLER_MANAGER_PORT" -- \
     "${BIN_DIR}/kube-controller-manager" \
     --kubeconfig="$cm_kc" --authentication-kubeconfig="$cm_kc" --authorization-kubeconfig="$cm_kc" \
     --bind-address=127.0.0.1 --secure-port="$CONTROLLER_MANAGER_PORT" \
@@ -212,7 +252,7 @@ main() {
     --service-cluster-ip-range="$SERVICE_CIDR" \
     --controllers='*,bootstrapsigner,tokencleaner' \
     --v=2
-  ensure kube-scheduler "$SCHEDULER_PID" "$SCHEDULER_LOG" scheduler_healthy "$restart" "$SCHEDULER_PORT" -- \
+  ensure kube-scheduler "$SCHEDULER_PID" "$SCHEDULER_LOG" scheduler_healthy "$SCHEDULER_PORT" -- \
     "${BIN_DIR}/kube-scheduler" \
     --kubeconfig="$sched_kc" --authentication-kubeconfig="$sched_kc" --authorization-kubeconfig="$sched_kc" \
     --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" \
@@ -222,8 +262,13 @@ main() {
   await kube-scheduler "$SCHEDULER_PID" "$SCHEDULER_LOG" 60 scheduler_healthy
   # Pods in "default" need its service account and root CA config map, which
   # the controller-manager creates shortly after it starts.
-  wait_until 60 "the default service account and kube-root-ca.crt" default_namespace_ready ||
-    die "the controller-manager did not populate namespace default; log: ${CM_LOG}"
+  local t1
+  t1=$(now_ms)
+  if ! default_namespace_ready; then
+    wait_until 60 "the default service account and kube-root-ca.crt" default_namespace_ready ||
+      die "the controller-manager did not populate namespace default; log: ${CM_LOG}"
+    log "namespace default: service account and kube-root-ca.crt after $(($(now_ms) - t1))ms"
+  fi
 
   if ((${#STARTED[@]})); then
     log "started ${STARTED[*]}; control plane up in $(($(now_ms) - t0))ms"

@@ -30,6 +30,11 @@ step integration go test -tags integration -count=1 -p 1 -timeout 25m ./test/int
 # The same suite on containerd 2.x, which has the CRI container event stream.
 step integration-containerd2 env CONTAINER_RUNTIME_ENDPOINT=unix:///run/containerd2/containerd.sock \
   go test -tags integration -count=1 -p 1 -timeout 25m ./test/integration/...
+# Cluster mode against a real control plane built from k8s.io/kubernetes.
+step vet-e2e go vet -tags e2e ./test/e2e/...
+step cluster-tools bash hack/build-cluster-tools.sh etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
+step control-plane bash hack/start-control-plane.sh
+step e2e go test -tags e2e -count=1 -p 1 -timeout 30m ./test/e2e/...
 
 if ((${#failed[@]})); then
   echo "FAILED: ${failed[*]}" >&2

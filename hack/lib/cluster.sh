@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # variables for the sourcing scripts
 # Paths and PKI helpers shared by hack/start-control-plane.sh,
 # hack/stop-control-plane.sh and hack/make-node-credentials.sh. Source it
 # after lib/common.sh.
@@ -30,16 +31,20 @@ SCHEDULER_PORT=10259
 
 PKI_LOCK=${CP_STATE_DIR}/.pki.lock
 PKI_CHANGED=no
-CA_CREATED=no
 CERT_DAYS=365
 CA_DAYS=3650
 
-ensure_openssl() {
-  command -v openssl >/dev/null && return
-  log "packages: installing openssl"
+# ensure_tools: openssl (the PKI) and curl (health checks), from Debian when
+# missing.
+ensure_tools() {
+  local missing=()
+  command -v openssl >/dev/null || missing+=(openssl)
+  command -v curl >/dev/null || missing+=(curl)
+  ((${#missing[@]})) || return 0
+  log "packages: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends openssl >/dev/null
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 # new_key PATH: an ECDSA P-256 private key (quick to make, accepted by every
@@ -116,9 +121,9 @@ subject_rfc2253() {
   tr '/' '\n' <<<"${1#/}" | tac | paste -sd, -
 }
 
-# ensure_ca: the cluster CA. Sets CA_CREATED=yes and PKI_CHANGED=yes when it
-# made a new one (every certificate signed by the old one is then reissued on
-# demand, see issue_cert).
+# ensure_ca: the cluster CA. Sets PKI_CHANGED=yes when it made a new one
+# (every certificate signed by the old one is then reissued on demand, see
+# issue_cert).
 ensure_ca() {
   mkdir -p "$PKI_DIR"
   chmod 700 "$PKI_DIR"
@@ -132,7 +137,6 @@ ensure_ca() {
     -addext "keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign" \
     -out "${PKI_DIR}/ca.crt.tmp" 2>/dev/null || die "openssl: could not create the CA"
   mv -f "${PKI_DIR}/ca.crt.tmp" "${PKI_DIR}/ca.crt" || die "could not write ${PKI_DIR}/ca.crt"
-  CA_CREATED=yes
   PKI_CHANGED=yes
 }
 
@@ -171,6 +175,30 @@ kubeconfig_current() {
   [[ -f $path ]] &&
     grep -qF "client-certificate-data: $(base64 -w0 <"$cert")" "$path" &&
     grep -qF "certificate-authority-data: $(base64 -w0 <"${PKI_DIR}/ca.crt")" "$path"
+}
+
+# pki_fresh STAMP FILE...: a previous run checked FILE... (every
+# certificate, key and kubeconfig involved) and recorded it in STAMP; none of
+# them changed or went missing since, the CA did not change, the scripts that
+# made them did not change, and the check is less than a day old (expiry).
+# Spares the dozens of openssl runs of a full check.
+pki_fresh() {
+  local stamp=$1 f
+  shift
+  [[ -f $stamp && $(<"$stamp") == "$(pki_spec)" ]] || return 1
+  [[ -z $(find "$stamp" -mmin +1440) ]] || return 1
+  for f in "$@" "${PKI_DIR}/ca.crt" "${PKI_DIR}/ca.key"; do
+    [[ -f $f && ! $f -nt $stamp ]] || return 1
+  done
+}
+
+# pki_stamp STAMP: records that the files passed to pki_fresh are current.
+pki_stamp() {
+  pki_spec >"$1"
+}
+
+pki_spec() {
+  cat "${BASH_SOURCE[0]}" "$0" | sha256sum | cut -d' ' -f1
 }
 
 # lock_pki / unlock_pki: hold the PKI lock (fd 9) so that concurrent callers

@@ -214,6 +214,7 @@ func Run(ctx context.Context, o *options.Options) error {
 			},
 		})
 		dcfg.Mirrors = mirrors
+		dcfg.StatusChanged = statusMgr.Kick
 		dcfg.Reject = func(p *v1.Pod, reason, message string) {
 			targets.reject(p)
 			statusMgr.Set(p, rejectedStatus(reason, message, clk.Now()))

@@ -250,7 +250,12 @@ func setNodeInfo(node *v1.Node, in Inputs) {
 	info.KubeletVersion = in.KubeletVersion
 	// Deprecated and no longer reported by the kubelet.
 	info.KubeProxyVersion = ""
-	info.Swap = &v1.NodeSwapStatus{Capacity: ptr.To(m.SwapCapacity)}
+	// The API server refuses a zero swap capacity: report swap only when
+	// the machine has some, as upstream.
+	info.Swap = nil
+	if m.SwapCapacity > 0 {
+		info.Swap = &v1.NodeSwapStatus{Capacity: ptr.To(m.SwapCapacity)}
+	}
 }
 
 // nodeImages sorts images by size, largest first, keeps max of them (all

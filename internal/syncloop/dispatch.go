@@ -56,6 +56,9 @@ type DispatcherConfig struct {
 	Admit func(pod *v1.Pod, active []*v1.Pod) (ok bool, reason, message string)
 	// Reject records a pod that was not admitted (its status goes Failed).
 	Reject func(pod *v1.Pod, reason, message string)
+	// StatusChanged asks for a pod's status to be written again (a new
+	// mirror pod needs its static pod's status at once); may be nil.
+	StatusChanged func(uid types.UID)
 }
 
 // MirrorHandler deletes mirror pods.
@@ -156,9 +159,16 @@ func (d *Dispatcher) handleMirror(ctx context.Context, op config.Operation, mp *
 			klog.ErrorS(err, "Cannot delete mirror pod", "pod", klog.KObj(mp))
 		}
 	}
-	if op == config.REMOVE || op == config.DELETE {
-		if static, ok := d.cfg.Pods.GetByFullName(mp.Namespace, mp.Name); ok {
-			d.cfg.Workers.Sync(static.UID)
+	static, ok := d.cfg.Pods.GetByFullName(mp.Namespace, mp.Name)
+	if !ok {
+		return
+	}
+	switch op {
+	case config.REMOVE, config.DELETE:
+		d.cfg.Workers.Sync(static.UID)
+	case config.ADD:
+		if d.cfg.StatusChanged != nil {
+			d.cfg.StatusChanged(static.UID)
 		}
 	}
 }

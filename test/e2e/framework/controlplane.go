@@ -1,9 +1,3 @@
-// The e2e tag is temporary: client-go's clientset needs go.sum entries the
-// main module does not have yet (see test/e2e/doc.go). Drop this line once
-// `go get k8s.io/client-go/kubernetes@v0.36.3` has added them.
-
-//go:build e2e
-
 package framework
 
 import (
