@@ -244,6 +244,7 @@ func Run(ctx context.Context, o *options.Options) error {
 			},
 		})
 		go nc.Run(ctx)
+		recorder.Eventf(nodestatus.NodeRef(nodeName), v1.EventTypeNormal, events.StartingKubelet, "Starting kubelet.")
 		// Admission follows the Node the API server has (labels, taints).
 		dcfg.Admit = admitter(func() *v1.Node {
 			if n, ok := nc.Node(); ok {

@@ -176,6 +176,22 @@ func TestNodeRegistersReadyWithLease(t *testing.T) {
 		t.Errorf("lease holder %v", lease.Spec.HolderIdentity)
 	}
 
+	// The kubelet's events reach the API. (NodeReady is only recorded when
+	// Ready flips, as upstream; a node Ready at registration has none.)
+	eventually(t, 20*time.Second, "node events Starting and NodeHasSufficientMemory from the kubelet", func() (bool, error) {
+		evs, err := n.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + n.NodeName})
+		if err != nil {
+			return false, err
+		}
+		seen := map[string]bool{}
+		for _, e := range evs.Items {
+			if e.Source.Component == "kubelet" {
+				seen[e.Reason] = true
+			}
+		}
+		return seen["Starting"] && seen["NodeHasSufficientMemory"], fmt.Errorf("reasons seen %v", seen)
+	})
+
 	// A deleted Node object is registered again.
 	if err := n.client.CoreV1().Nodes().Delete(ctx, n.NodeName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -236,9 +252,24 @@ func TestDeploymentRunsAndPodDeletion(t *testing.T) {
 	if took := time.Since(start); took > 4*time.Second {
 		t.Fatalf("kubectl delete pod took %v; want at most grace (2s) + 2s", took)
 	}
-	if cs := ifw.PodContainers(t, string(pods.Items[0].UID)); len(cs) != 0 {
-		t.Fatalf("deleted pod still has %d containers on the runtime", len(cs))
-	}
+	eventually(t, 10*time.Second, "deleted pod's containers removed from the runtime", func() (bool, error) {
+		return len(ifw.PodContainers(t, string(pods.Items[0].UID))) == 0, nil
+	})
+	// Pod events come from the kubelet with upstream's reasons.
+	other := pods.Items[1].Name
+	eventually(t, 20*time.Second, "pod events Pulled, Created, Started", func() (bool, error) {
+		evs, err := n.client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + other})
+		if err != nil {
+			return false, err
+		}
+		seen := map[string]bool{}
+		for _, e := range evs.Items {
+			if e.Source.Component == "kubelet" && e.Source.Host == n.NodeName {
+				seen[e.Reason] = true
+			}
+		}
+		return seen["Pulled"] && seen["Created"] && seen["Started"], fmt.Errorf("reasons seen %v", seen)
+	})
 }
 
 func TestAdmissionRejectsPodOverAllocatable(t *testing.T) {

@@ -221,7 +221,7 @@ func TestParseFlagValues(t *testing.T) {
 }
 
 func TestParseWarnings(t *testing.T) {
-	file := writeFile(t, t.TempDir(), "kubelet.yaml", header+"cgroupRoot: /fromfile\nkubeReserved:\n  cpu: 100m\nsyncFrequency: 20s\n")
+	file := writeFile(t, t.TempDir(), "kubelet.yaml", header+"cgroupRoot: /fromfile\nkubeReservedCgroup: /kube\nsyncFrequency: 20s\n")
 	cases := []struct {
 		name string
 		args []string
@@ -232,7 +232,7 @@ func TestParseWarnings(t *testing.T) {
 			args: []string{"--cgroup-root=/a", "--cgroup-root=/b", "--pod-infra-container-image=pause", "--max-pods=10"},
 			want: []string{
 				"flag --cgroup-root is accepted for compatibility but not supported by this kubelet; it has no effect",
-				"flag --max-pods is accepted for compatibility but not supported by this kubelet; it has no effect",
+				"flag --max-pods has been deprecated: " + configDeprecation,
 				"flag --pod-infra-container-image is accepted for compatibility but not supported by this kubelet; it has no effect",
 			},
 		},
@@ -241,7 +241,7 @@ func TestParseWarnings(t *testing.T) {
 			args: []string{"--config", file, "--cgroup-root=/flag"},
 			want: []string{
 				"flag --cgroup-root is accepted for compatibility but not supported by this kubelet; it has no effect",
-				"configuration field kubeReserved is set but not supported by this kubelet; it has no effect",
+				"configuration field kubeReservedCgroup is set but not supported by this kubelet; it has no effect",
 			},
 		},
 		{
@@ -252,7 +252,7 @@ func TestParseWarnings(t *testing.T) {
 		{
 			name: "current flags are not deprecated",
 			args: []string{"-v=2", "--provider-id=x"},
-			want: []string{"flag --provider-id is accepted for compatibility but not supported by this kubelet; it has no effect"},
+			want: nil,
 		},
 	}
 	for _, tc := range cases {

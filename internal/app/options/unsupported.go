@@ -44,6 +44,24 @@ var SupportedConfigFields = map[string]bool{
 	"logging":                  true,
 	"enableServer":             true,
 	"runOnce":                  true,
+	// Cluster mode.
+	"maxPods":                      true,
+	"podsPerCore":                  true,
+	"registerNode":                 true,
+	"registerWithTaints":           true,
+	"providerID":                   true,
+	"systemReserved":               true,
+	"kubeReserved":                 true,
+	"nodeStatusUpdateFrequency":    true,
+	"nodeStatusReportFrequency":    true,
+	"nodeLeaseDurationSeconds":     true,
+	"nodeStatusMaxImages":          true,
+	"kubeAPIQPS":                   true,
+	"kubeAPIBurst":                 true,
+	"contentType":                  true,
+	"eventRecordQPS":               true,
+	"eventBurst":                   true,
+	"enableControllerAttachDetach": true,
 }
 
 // UnsupportedFlags lists, sorted, every flag that is accepted so existing

@@ -28,15 +28,15 @@ func TestUnsupportedConfigFields(t *testing.T) {
 		{"unsupported fields changed", func(c *kubeletconfigv1beta1.KubeletConfiguration) {
 			c.CgroupRoot = "/kubepods"
 			c.Authentication.Anonymous.Enabled = ptr.To(true)
-			c.KubeReserved = map[string]string{"cpu": "100m"}
-		}, []string{"authentication", "cgroupRoot", "kubeReserved"}},
+			c.KubeReservedCgroup = "/kube"
+		}, []string{"authentication", "cgroupRoot", "kubeReservedCgroup"}},
 		{"unsupported field set to its default value", func(c *kubeletconfigv1beta1.KubeletConfiguration) {
 			c.NodeLeaseDurationSeconds = 40
 		}, nil},
 		{"derived default follows its source without a warning of its own", func(c *kubeletconfigv1beta1.KubeletConfiguration) {
 			c.NodeStatusUpdateFrequency = metav1.Duration{Duration: 20 * time.Second}
 			c.NodeStatusReportFrequency = metav1.Duration{Duration: 20 * time.Second}
-		}, []string{"nodeStatusUpdateFrequency"}},
+		}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,7 +89,7 @@ func TestUnsupportedFlagsConsistent(t *testing.T) {
 		unsupported bool
 	}{
 		{"config", false}, {"kubeconfig", false}, {"node-labels", false}, {"v", false}, {"vmodule", false},
-		{"pod-manifest-path", false}, {"max-pods", true}, {"runonce", false}, {"container-runtime-endpoint", false}, {"fail-swap-on", false},
+		{"pod-manifest-path", false}, {"max-pods", false}, {"runonce", false}, {"container-runtime-endpoint", false}, {"fail-swap-on", false},
 		{"cgroup-root", true}, {"anonymous-auth", true}, {"eviction-hard", true}, {"pod-infra-container-image", true},
 		{"housekeeping-interval", true}, {"cloud-provider", true}, {"log-json-split-stream", true},
 	}
