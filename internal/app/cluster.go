@@ -19,6 +19,7 @@ import (
 
 	"github.com/seed-kubelet/kubelet/internal/app/options"
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/pod"
 	"github.com/seed-kubelet/kubelet/internal/status"
 )
@@ -122,4 +123,24 @@ func (s *statusTargets) target(uid types.UID) (status.Target, bool) {
 func rejectedStatus(reason, message string, now time.Time) v1.PodStatus {
 	t := metav1.NewTime(now)
 	return v1.PodStatus{Phase: v1.PodFailed, Reason: reason, Message: message, StartTime: &t}
+}
+
+// runningPods lists the pods the runtime runs, as /runningpods/ shows them:
+// identity and containers, no spec from a source.
+func runningPods(ctx context.Context, rt interface {
+	GetPods(ctx context.Context, all bool) ([]*kuberuntime.RunningPod, error)
+}) ([]v1.Pod, error) {
+	pods, err := rt.GetPods(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]v1.Pod, 0, len(pods))
+	for _, rp := range pods {
+		p := v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: rp.Name, Namespace: rp.Namespace, UID: rp.UID}}
+		for _, c := range rp.Containers {
+			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: c.Name, Image: c.Image})
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

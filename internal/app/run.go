@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -26,6 +28,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/criconfig"
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
+	"github.com/seed-kubelet/kubelet/internal/metrics"
 	"github.com/seed-kubelet/kubelet/internal/mirror"
 	"github.com/seed-kubelet/kubelet/internal/nodelease"
 	"github.com/seed-kubelet/kubelet/internal/nodestatus"
@@ -83,7 +86,10 @@ func Run(ctx context.Context, o *options.Options) error {
 		return err
 	}
 
-	client, err := cri.Dial(cri.Config{RuntimeEndpoint: cfg.ContainerRuntimeEndpoint, ImageEndpoint: cfg.ImageServiceEndpoint, Timeout: cfg.RuntimeRequestTimeout.Duration})
+	client, err := cri.Dial(cri.Config{
+		RuntimeEndpoint: cfg.ContainerRuntimeEndpoint, ImageEndpoint: cfg.ImageServiceEndpoint,
+		Timeout: cfg.RuntimeRequestTimeout.Duration, Interceptors: []grpc.UnaryClientInterceptor{metrics.UnaryInterceptor},
+	})
 	if err != nil {
 		return err
 	}
@@ -194,9 +200,16 @@ func Run(ctx context.Context, o *options.Options) error {
 			return err
 		}
 	}
+	apiCfg := server.APIConfig{
+		Pods: podMgr, Statuses: statusMgr, Checks: checks, Config: cfg,
+		RunningPods:     func(ctx context.Context) ([]v1.Pod, error) { return runningPods(ctx, runtimeMgr) },
+		Metrics:         promhttp.HandlerFor(metrics.NewRegistry(pleg.Collectors()...), promhttp.HandlerOpts{}),
+		EnableDebugging: derefBool(cfg.EnableDebuggingHandlers, true),
+		EnableProfiling: derefBool(cfg.EnableProfilingHandler, true),
+	}
 	if cfg.ReadOnlyPort > 0 {
 		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.ReadOnlyPort)))
-		if err := server.Serve(ctx, "read-only", addr, server.ReadOnlyMux(podMgr, statusMgr, checks)); err != nil {
+		if err := server.Serve(ctx, "read-only", addr, server.ReadOnlyMux(apiCfg)); err != nil {
 			return err
 		}
 	}

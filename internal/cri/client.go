@@ -24,6 +24,8 @@ type Config struct {
 	ImageEndpoint string
 	// Timeout bounds every unary call (runtimeRequestTimeout). Required.
 	Timeout time.Duration
+	// Interceptors run around every unary call (metrics); optional.
+	Interceptors []grpc.UnaryClientInterceptor
 }
 
 // Client is the runtime and image services of one runtime.
@@ -41,14 +43,14 @@ func Dial(cfg Config) (*Client, error) {
 	if cfg.Timeout <= 0 {
 		return nil, fmt.Errorf("runtime request timeout must be positive, got %v", cfg.Timeout)
 	}
-	rconn, err := dial(cfg.RuntimeEndpoint, cfg.Timeout)
+	rconn, err := dial(cfg.RuntimeEndpoint, cfg.Timeout, cfg.Interceptors)
 	if err != nil {
 		return nil, err
 	}
 	c := &Client{Runtime: runtimeapi.NewRuntimeServiceClient(rconn), conns: []*grpc.ClientConn{rconn}}
 	iconn := rconn
 	if cfg.ImageEndpoint != "" && cfg.ImageEndpoint != cfg.RuntimeEndpoint {
-		if iconn, err = dial(cfg.ImageEndpoint, cfg.Timeout); err != nil {
+		if iconn, err = dial(cfg.ImageEndpoint, cfg.Timeout, cfg.Interceptors); err != nil {
 			rconn.Close()
 			return nil, err
 		}
@@ -69,7 +71,7 @@ func (c *Client) Close() error {
 	return first
 }
 
-func dial(endpoint string, timeout time.Duration) (*grpc.ClientConn, error) {
+func dial(endpoint string, timeout time.Duration, extra []grpc.UnaryClientInterceptor) (*grpc.ClientConn, error) {
 	target, err := Target(endpoint)
 	if err != nil {
 		return nil, err
@@ -77,7 +79,7 @@ func dial(endpoint string, timeout time.Duration) (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
-		grpc.WithUnaryInterceptor(deadlineInterceptor(timeout)),
+		grpc.WithChainUnaryInterceptor(append([]grpc.UnaryClientInterceptor{deadlineInterceptor(timeout)}, extra...)...),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("connect to CRI endpoint %q: %w", endpoint, err)

@@ -14,7 +14,29 @@ import (
 
 	"github.com/seed-kubelet/kubelet/internal/criconfig"
 	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
+	"github.com/seed-kubelet/kubelet/internal/metrics"
 )
+
+// recordRunning sets the running pods and containers gauges from a relist.
+func recordRunning(pods []*kuberuntime.RunningPod) {
+	running := 0
+	byState := map[kuberuntime.ContainerState]int{}
+	for _, p := range pods {
+		for _, sb := range p.Sandboxes {
+			if sb.Ready {
+				running++
+				break
+			}
+		}
+		for _, c := range p.Containers {
+			byState[c.State]++
+		}
+	}
+	metrics.RunningPods.Set(float64(running))
+	for _, st := range []kuberuntime.ContainerState{kuberuntime.StateCreated, kuberuntime.StateRunning, kuberuntime.StateExited, kuberuntime.StateUnknown} {
+		metrics.RunningContainers.WithLabelValues(string(st)).Set(float64(byState[st]))
+	}
+}
 
 // EventType is what happened to a container.
 type EventType string
@@ -104,6 +126,7 @@ func (p *PLEG) Relist(ctx context.Context) {
 		return
 	}
 	cur := make(map[types.UID]map[string]kuberuntime.ContainerState, len(pods))
+	recordRunning(pods)
 	for _, pod := range pods {
 		m := make(map[string]kuberuntime.ContainerState, len(pod.Containers))
 		for _, c := range pod.Containers {
@@ -114,6 +137,9 @@ func (p *PLEG) Relist(ctx context.Context) {
 	p.mu.Lock()
 	events := Diff(p.last, cur)
 	p.last = cur
+	if !p.lastRelist.IsZero() {
+		metrics.PLEGRelistInterval.Observe(start.Sub(p.lastRelist).Seconds())
+	}
 	p.lastRelist = start
 	p.mu.Unlock()
 	relistDuration.Observe(p.cfg.Clock.Since(start).Seconds())

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
+	"github.com/seed-kubelet/kubelet/internal/metrics"
 	"github.com/seed-kubelet/kubelet/internal/podstatus"
 	"github.com/seed-kubelet/kubelet/internal/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/status"
@@ -58,13 +59,14 @@ type Syncer struct {
 	cfg      Config
 	mu       sync.Mutex
 	failures map[types.UID]map[string]kuberuntime.ContainerFailure
+	started  map[types.UID]bool // pods whose start duration was recorded
 }
 
 var _ podworkers.Syncer = (*Syncer)(nil)
 
 // New returns a Syncer.
 func New(cfg Config) *Syncer {
-	return &Syncer{cfg: cfg, failures: map[types.UID]map[string]kuberuntime.ContainerFailure{}}
+	return &Syncer{cfg: cfg, failures: map[types.UID]map[string]kuberuntime.ContainerFailure{}, started: map[types.UID]bool{}}
 }
 
 func (s *Syncer) publish(pod *v1.Pod, st *kuberuntime.PodStatus) v1.PodStatus {
@@ -84,7 +86,29 @@ func (s *Syncer) publishWith(pod *v1.Pod, st *kuberuntime.PodStatus, terminal bo
 		RuntimeName: s.cfg.RuntimeName, Now: s.cfg.Clock.Now(), Terminal: terminal,
 	})
 	s.cfg.Status.Set(pod, ps)
+	s.observeStart(pod, ps)
 	return ps
+}
+
+// observeStart records the pod start duration the first time a pod runs.
+func (s *Syncer) observeStart(pod *v1.Pod, ps v1.PodStatus) {
+	if ps.Phase != v1.PodRunning {
+		return
+	}
+	s.mu.Lock()
+	if s.started[pod.UID] {
+		s.mu.Unlock()
+		return
+	}
+	s.started[pod.UID] = true
+	s.mu.Unlock()
+	now := s.cfg.Clock.Now()
+	if seen, err := time.Parse(time.RFC3339Nano, pod.Annotations["kubernetes.io/config.seen"]); err == nil {
+		metrics.PodStartDuration.Observe(now.Sub(seen).Seconds())
+	}
+	if !pod.CreationTimestamp.IsZero() {
+		metrics.PodStartSLIDuration.WithLabelValues().Observe(now.Sub(pod.CreationTimestamp.Time).Seconds())
+	}
 }
 
 func (s *Syncer) record(uid types.UID, res kuberuntime.SyncResult) {
@@ -126,6 +150,10 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	if res.Changed || len(res.Failures) > 0 {
 		// Publish what the sync did now rather than at the next relist.
 		if st2, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
+			if len(res.Started) > 0 {
+				// A new instance replaced a dead one: keep the dead ones in bound now.
+				s.cfg.Runtime.PruneContainers(ctx, st2, s.cfg.MaxDeadPerContainer)
+			}
 			ps = s.publish(pod, st2)
 		}
 	}
@@ -170,6 +198,7 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, removed boo
 	s.cfg.Status.Delete(pod.UID)
 	s.mu.Lock()
 	delete(s.failures, pod.UID)
+	delete(s.started, pod.UID)
 	s.mu.Unlock()
 	klog.V(2).InfoS("Removed pod from the runtime", "pod", klog.KObj(pod), "podUID", pod.UID)
 	return nil

@@ -79,15 +79,6 @@ func Pods(pods PodSource, statuses StatusSource) http.Handler {
 	})
 }
 
-// ReadOnlyMux is the read-only port's handler.
-func ReadOnlyMux(pods PodSource, statuses StatusSource, checks []HealthCheck) *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.Handle("/pods", Pods(pods, statuses))
-	mux.Handle("/pods/", Pods(pods, statuses))
-	mux.Handle("/healthz", Healthz(checks))
-	return mux
-}
-
 // HealthzMux is the healthz port's handler.
 func HealthzMux(checks []HealthCheck) *http.ServeMux {
 	mux := http.NewServeMux()

@@ -46,7 +46,7 @@ func TestPodsCarriesLiveStatus(t *testing.T) {
 	pods := podList{{ObjectMeta: metav1.ObjectMeta{Name: "web-node", Namespace: "default", UID: "u1"}}}
 	statuses := statusMap{"u1": {Phase: v1.PodRunning, PodIP: "10.88.0.5"}}
 	rec := httptest.NewRecorder()
-	ReadOnlyMux(pods, statuses, nil).ServeHTTP(rec, httptest.NewRequest("GET", "/pods", nil))
+	ReadOnlyMux(APIConfig{Pods: pods, Statuses: statuses}).ServeHTTP(rec, httptest.NewRequest("GET", "/pods", nil))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("code %d", rec.Code)
 	}
@@ -58,7 +58,7 @@ func TestPodsCarriesLiveStatus(t *testing.T) {
 		t.Fatalf("unexpected list: %+v", list)
 	}
 	rec = httptest.NewRecorder()
-	ReadOnlyMux(pods, statuses, nil).ServeHTTP(rec, httptest.NewRequest("POST", "/pods", nil))
+	ReadOnlyMux(APIConfig{Pods: pods, Statuses: statuses}).ServeHTTP(rec, httptest.NewRequest("POST", "/pods", nil))
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Fatalf("POST /pods code %d, want 405", rec.Code)
 	}

@@ -73,7 +73,7 @@ func namespace(t *testing.T, c kubernetes.Interface) string {
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "default service account in "+ns, func() (bool, error) {
+	eventually(t, 60*time.Second, "default service account in "+ns, func() (bool, error) {
 		_, err := c.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, err
 	})

@@ -150,9 +150,10 @@ func TestCrashLoopBackOff(t *testing.T) {
 		t.Fatalf("container restarted %v after it exited; want the 10 s back-off", gap)
 	}
 	// Dead containers are pruned: the current one and one dead per container.
-	if n := len(next); n > 2 {
-		t.Fatalf("%d containers kept for a crash-looping pod, want at most 2", n)
-	}
+	framework.Eventually(t, 5*time.Second, 100*time.Millisecond, "at most 2 containers kept for a crash-looping pod", func() (bool, error) {
+		n := len(framework.PodContainers(t, string(p.UID)))
+		return n <= 2, fmt.Errorf("%d containers", n)
+	})
 }
 
 func TestRestartPolicies(t *testing.T) {

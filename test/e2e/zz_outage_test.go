@@ -23,7 +23,7 @@ import (
 // The API server goes away for a minute: pods keep running, no container
 // restarts, and once it is back the statuses catch up (including a pod that
 // finished during the outage), without the node registering again.
-// Runs last (file order): it restarts the control plane.
+// Runs last (its file sorts last): it restarts the control plane.
 func TestAPIServerOutage(t *testing.T) {
 	n := joinNode(t)
 	n.Start()
