@@ -3,11 +3,12 @@
 # _output/bin/kubelet-upstream from hack/build-cluster-tools.sh), with raw
 # CRI calls as the baseline. Measures single static pod start latency (to
 # CRI RUNNING and to Running in /pods), memory with 30 pods, and stripped
-# binary sizes; prints a Markdown table (see test/bench/main.go for the
-# method). Takes about 5 minutes. Needs root.
+# binary sizes; prints a Markdown table. Method: test/bench/main.go; results
+# and notes: test/bench/RESULTS.md. Takes about 3.5 minutes. Needs root.
 #
 # The kubelets run on a containerd 1.6 private to the benchmark (own socket,
-# root and state; same binary, config and CNI network as hack/setup-node.sh),
+# root /var/lib/seed-bench and state; same binary, config and CNI network as
+# hack/setup-node.sh, log /var/log/seed-bench-containerd.log),
 # because each kubelet stops every pod on its runtime that it does not know:
 # on the shared containerd it would kill the pods of tests running beside it.
 #
@@ -135,7 +136,7 @@ private_args=()
 cleanup() {
   local rc=$?
   restore_sysctls
-  if [[ -z ${BENCH_ENDPOINT:-} ]]; then
+  if [[ -z ${BENCH_ENDPOINT:-} ]] && bench_containerd_answers; then
     "${OUT}/bench" -cleanup-only -private-runtime -endpoint "unix://${BENCH_SOCK}" 2>&1 || true
     stop_daemon "$BENCH_PID" "private containerd" >/dev/null
   fi
@@ -151,7 +152,7 @@ if [[ -z $endpoint ]]; then
   private_args=(-private-runtime -runtime-log "$BENCH_CONTAINERD_LOG")
 fi
 
-log "running (about 5 minutes; kubelet logs under ${OUT}/work)"
+log "running (about 3.5 minutes; kubelet logs under ${OUT}/work)"
 "${OUT}/bench" \
   "${ours_args[@]}" "${upstream_args[@]}" \
   -endpoint "$endpoint" "${private_args[@]}" \
