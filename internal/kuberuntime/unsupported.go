@@ -1,0 +1,40 @@
+package kuberuntime
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// UnsupportedFeatures lists what a pod asks for that this kubelet does not
+// do yet, so the pod gets a warning event instead of silent ignoring. It is
+// pure.
+func UnsupportedFeatures(pod *v1.Pod) []string {
+	var out []string
+	for i := range pod.Spec.Volumes {
+		out = append(out, fmt.Sprintf("volume %q", pod.Spec.Volumes[i].Name))
+	}
+	check := func(kind string, cs []v1.Container) {
+		for i := range cs {
+			c := &cs[i]
+			if c.LivenessProbe != nil {
+				out = append(out, fmt.Sprintf("%s %q livenessProbe", kind, c.Name))
+			}
+			if c.ReadinessProbe != nil {
+				out = append(out, fmt.Sprintf("%s %q readinessProbe", kind, c.Name))
+			}
+			if c.StartupProbe != nil {
+				out = append(out, fmt.Sprintf("%s %q startupProbe", kind, c.Name))
+			}
+			if c.Lifecycle != nil && (c.Lifecycle.PostStart != nil || c.Lifecycle.PreStop != nil) {
+				out = append(out, fmt.Sprintf("%s %q lifecycle hooks", kind, c.Name))
+			}
+		}
+	}
+	check("init container", pod.Spec.InitContainers)
+	check("container", pod.Spec.Containers)
+	if pod.Spec.ActiveDeadlineSeconds != nil {
+		out = append(out, "activeDeadlineSeconds")
+	}
+	return out
+}
