@@ -28,7 +28,7 @@ type APIConfig struct {
 	Config any
 
 	ContainerLogs, NodeLogs, Streaming, Summary http.Handler
-	Metrics, ResourceMetrics, ProbeMetrics     http.Handler
+	Metrics, ResourceMetrics, ProbeMetrics      http.Handler
 
 	// EnableDebugging installs logs, exec, attach, portForward and run
 	// (enableDebuggingHandlers); EnableProfiling installs /debug/pprof.
