@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/apimachinery/pkg/util/sets"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -38,6 +39,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/podsync"
 	"github.com/seed-kubelet/kubelet/internal/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/server"
+	"github.com/seed-kubelet/kubelet/internal/server/auth"
 	"github.com/seed-kubelet/kubelet/internal/status"
 	"github.com/seed-kubelet/kubelet/internal/syncloop"
 )
@@ -210,6 +212,28 @@ func Run(ctx context.Context, o *options.Options) error {
 	if cfg.ReadOnlyPort > 0 {
 		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.ReadOnlyPort)))
 		if err := server.Serve(ctx, "read-only", addr, server.ReadOnlyMux(apiCfg)); err != nil {
+			return err
+		}
+	}
+	if derefBool(cfg.EnableServer, true) && cfg.Port > 0 {
+		var api kubernetes.Interface
+		if cl != nil {
+			api = cl.main
+		}
+		filter, err := auth.New(auth.Config{Authentication: cfg.Authentication, Authorization: cfg.Authorization, Client: api, NodeName: nodeName, Clock: clk})
+		if err != nil {
+			return fmt.Errorf("kubelet API on port %d: %w (in standalone mode set authentication.webhook.enabled=false and authorization.mode=AlwaysAllow, or enableServer=false)", cfg.Port, err)
+		}
+		tlsCfg, err := server.TLSConfig(server.TLSOptions{
+			CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, CertDir: flags.CertDirectory,
+			Hostname: nodeName, IPs: hostIPs, MinVersion: cfg.TLSMinVersion, CipherSuites: cfg.TLSCipherSuites,
+			ClientCAs: filter.ClientCAs(),
+		})
+		if err != nil {
+			return err
+		}
+		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.Port)))
+		if err := server.ServeTLS(ctx, "kubelet API", addr, filter.Wrap(server.APIMux(apiCfg)), tlsCfg); err != nil {
 			return err
 		}
 	}

@@ -119,8 +119,9 @@ func UnaryInterceptor(ctx context.Context, method string, req, reply any, cc *gr
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	RuntimeOperationsDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	RuntimeOperationsTotal.WithLabelValues(op).Inc()
+	errs := RuntimeOperationsErrors.WithLabelValues(op) // a zero series until the first error
 	if err != nil {
-		RuntimeOperationsErrors.WithLabelValues(op).Inc()
+		errs.Inc()
 	}
 	return err
 }

@@ -77,7 +77,9 @@ func TLSConfig(o TLSOptions) (*tls.Config, error) {
 	}
 	if o.ClientCAs != nil {
 		cfg.ClientCAs = o.ClientCAs
-		cfg.ClientAuth = tls.VerifyClientCertIfGiven
+		// The auth filter verifies the chain, so a bad certificate is a 401
+		// (and a token can still succeed), as upstream.
+		cfg.ClientAuth = tls.RequestClientCert
 	}
 	return cfg, nil
 }

@@ -35,8 +35,23 @@ type node struct {
 func joinNode(t *testing.T, extraConfig ...string) *node {
 	t.Helper()
 	cp := framework.ControlPlane(t)
-	k := ifw.NewKubelet(t, extraConfig...)
-	creds := framework.NodeCredentials(t, k.NodeName)
+	nodeName := ifw.UniqueName("node")
+	creds := framework.NodeCredentials(t, nodeName)
+	// As a cluster node: x509 (the apiserver's client certificate) and
+	// webhook authentication, webhook authorization, the node's serving pair.
+	clusterAuth := fmt.Sprintf(`authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: %s
+authorization:
+  mode: Webhook
+tlsCertFile: %s
+tlsPrivateKeyFile: %s`, creds.CACert, creds.ServingCert, creds.ServingKey)
+	k := ifw.NewKubeletWithAuth(t, clusterAuth, extraConfig...)
+	k.NodeName = nodeName
 	k.ExtraArgs = append(k.ExtraArgs, "--kubeconfig", creds.Kubeconfig, "--node-ip", "127.0.0.1")
 	t.Cleanup(func() {
 		ctx := context.Background()
@@ -163,7 +178,7 @@ func TestNodeRegistersReadyWithLease(t *testing.T) {
 	if pods := nd.Status.Capacity[v1.ResourcePods]; pods.Value() != 110 {
 		t.Errorf("pods capacity %s, want maxPods 110", pods.String())
 	}
-	if nd.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
+	if nd.Status.DaemonEndpoints.KubeletEndpoint.Port != int32(n.Port) {
 		t.Errorf("daemonEndpoints %+v", nd.Status.DaemonEndpoints)
 	}
 	var lease *coordinationv1.Lease

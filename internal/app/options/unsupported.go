@@ -62,6 +62,15 @@ var SupportedConfigFields = map[string]bool{
 	"eventRecordQPS":               true,
 	"eventBurst":                   true,
 	"enableControllerAttachDetach": true,
+	// The kubelet API.
+	"authentication":          true,
+	"authorization":           true,
+	"tlsCertFile":             true,
+	"tlsPrivateKeyFile":       true,
+	"tlsMinVersion":           true,
+	"tlsCipherSuites":         true,
+	"enableDebuggingHandlers": true,
+	"enableProfilingHandler":  true,
 }
 
 // UnsupportedFlags lists, sorted, every flag that is accepted so existing

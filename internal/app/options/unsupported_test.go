@@ -29,7 +29,7 @@ func TestUnsupportedConfigFields(t *testing.T) {
 			c.CgroupRoot = "/kubepods"
 			c.Authentication.Anonymous.Enabled = ptr.To(true)
 			c.KubeReservedCgroup = "/kube"
-		}, []string{"authentication", "cgroupRoot", "kubeReservedCgroup"}},
+		}, []string{"cgroupRoot", "kubeReservedCgroup"}},
 		{"unsupported field set to its default value", func(c *kubeletconfigv1beta1.KubeletConfiguration) {
 			c.NodeLeaseDurationSeconds = 40
 		}, nil},
@@ -90,7 +90,7 @@ func TestUnsupportedFlagsConsistent(t *testing.T) {
 	}{
 		{"config", false}, {"kubeconfig", false}, {"node-labels", false}, {"v", false}, {"vmodule", false},
 		{"pod-manifest-path", false}, {"max-pods", false}, {"runonce", false}, {"container-runtime-endpoint", false}, {"fail-swap-on", false},
-		{"cgroup-root", true}, {"anonymous-auth", true}, {"eviction-hard", true}, {"pod-infra-container-image", true},
+		{"cgroup-root", true}, {"anonymous-auth", false}, {"eviction-hard", true}, {"pod-infra-container-image", true},
 		{"housekeeping-interval", true}, {"cloud-provider", true}, {"log-json-split-stream", true},
 	}
 	for _, tc := range cases {

@@ -77,6 +77,8 @@ type Kubelet struct {
 	ConfigPath   string
 	ReadOnlyPort int
 	HealthzPort  int
+	// Port is the authenticated kubelet API (10250 upstream).
+	Port int
 	LogPath      string
 	ExtraArgs    []string
 	cmd          *exec.Cmd
@@ -84,9 +86,27 @@ type Kubelet struct {
 	exitErr      error
 }
 
-// NewKubelet prepares (does not start) a kubelet with a unique node name.
-// extraConfig lines are appended to its KubeletConfiguration.
+// StandaloneAuth is the kubelet API's authentication for standalone tests:
+// no API server to ask, so anonymous requests are allowed, as upstream
+// standalone set-ups do.
+const StandaloneAuth = `authentication:
+  anonymous:
+    enabled: true
+  webhook:
+    enabled: false
+authorization:
+  mode: AlwaysAllow`
+
+// NewKubelet prepares (does not start) a standalone kubelet with a unique
+// node name. extraConfig lines are appended to its KubeletConfiguration.
 func NewKubelet(t testing.TB, extraConfig ...string) *Kubelet {
+	t.Helper()
+	return NewKubeletWithAuth(t, StandaloneAuth, extraConfig...)
+}
+
+// NewKubeletWithAuth is NewKubelet with the given authentication and
+// authorization configuration (YAML lines).
+func NewKubeletWithAuth(t testing.TB, authConfig string, extraConfig ...string) *Kubelet {
 	t.Helper()
 	dir := t.TempDir()
 	k := &Kubelet{
@@ -97,6 +117,7 @@ func NewKubelet(t testing.TB, extraConfig ...string) *Kubelet {
 		ConfigPath:   filepath.Join(dir, "config.yaml"),
 		ReadOnlyPort: FreePort(t),
 		HealthzPort:  FreePort(t),
+		Port:         FreePort(t),
 		LogPath:      filepath.Join(dir, "kubelet.log"),
 	}
 	if err := os.MkdirAll(k.ManifestDir, 0o755); err != nil {
@@ -110,10 +131,12 @@ readOnlyPort: %d
 healthzPort: %d
 healthzBindAddress: 127.0.0.1
 address: 127.0.0.1
+port: %d
 containerRuntimeEndpoint: %s
 failSwapOn: false
 %s
-`, k.ManifestDir, k.ReadOnlyPort, k.HealthzPort, RuntimeEndpoint(), strings.Join(extraConfig, "\n"))
+%s
+`, k.ManifestDir, k.ReadOnlyPort, k.HealthzPort, k.Port, RuntimeEndpoint(), authConfig, strings.Join(extraConfig, "\n"))
 	if err := os.WriteFile(k.ConfigPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +162,8 @@ func tail(s string, n int) string {
 
 // Args are the command-line arguments the kubelet is started with.
 func (k *Kubelet) Args() []string {
-	return append([]string{"--config", k.ConfigPath, "--root-dir", k.RootDir, "--hostname-override", k.NodeName, "--v", "3"}, k.ExtraArgs...)
+	return append([]string{"--config", k.ConfigPath, "--root-dir", k.RootDir, "--cert-dir", filepath.Join(k.RootDir, "pki"),
+		"--hostname-override", k.NodeName, "--v", "3"}, k.ExtraArgs...)
 }
 
 // Start starts the kubelet and waits until its healthz answers ok.
