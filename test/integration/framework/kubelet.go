@@ -78,12 +78,12 @@ type Kubelet struct {
 	ReadOnlyPort int
 	HealthzPort  int
 	// Port is the authenticated kubelet API (10250 upstream).
-	Port int
-	LogPath      string
-	ExtraArgs    []string
-	cmd          *exec.Cmd
-	exited       chan struct{}
-	exitErr      error
+	Port      int
+	LogPath   string
+	ExtraArgs []string
+	cmd       *exec.Cmd
+	exited    chan struct{}
+	exitErr   error
 }
 
 // StandaloneAuth is the kubelet API's authentication for standalone tests:
