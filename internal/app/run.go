@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
@@ -40,6 +41,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/server"
 	"github.com/seed-kubelet/kubelet/internal/server/auth"
+	"github.com/seed-kubelet/kubelet/internal/stats"
 	"github.com/seed-kubelet/kubelet/internal/status"
 	"github.com/seed-kubelet/kubelet/internal/syncloop"
 )
@@ -202,10 +204,19 @@ func Run(ctx context.Context, o *options.Options) error {
 			return err
 		}
 	}
+	statsProvider := stats.New(stats.Config{
+		Runtime: client.Runtime, Images: client.Image, Pods: podMgr, NodeName: nodeName,
+		RootDir: flags.RootDirectory, PodLogsDir: cfg.PodLogsDir, Clock: clk,
+	})
+	resourceRegistry := prometheus.NewRegistry()
+	resourceRegistry.MustRegister(statsProvider.ResourceMetricsCollector())
 	apiCfg := server.APIConfig{
 		Pods: podMgr, Statuses: statusMgr, Checks: checks, Config: cfg,
 		RunningPods:     func(ctx context.Context) ([]v1.Pod, error) { return runningPods(ctx, runtimeMgr) },
 		Metrics:         promhttp.HandlerFor(metrics.NewRegistry(pleg.Collectors()...), promhttp.HandlerOpts{}),
+		Summary:         statsProvider.SummaryHandler(),
+		ResourceMetrics: promhttp.HandlerFor(resourceRegistry, promhttp.HandlerOpts{}),
+		ProbeMetrics:    promhttp.HandlerFor(prometheus.NewRegistry(), promhttp.HandlerOpts{}),
 		EnableDebugging: derefBool(cfg.EnableDebuggingHandlers, true),
 		EnableProfiling: derefBool(cfg.EnableProfilingHandler, true),
 	}

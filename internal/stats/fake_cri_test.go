@@ -1,0 +1,144 @@
+package stats
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// fakeRuntime answers the CRI calls the stats use from canned data; any
+// other call panics through the nil embedded interface.
+type fakeRuntime struct {
+	runtimeapi.RuntimeServiceClient
+
+	mu             sync.Mutex
+	sandboxes      []*runtimeapi.PodSandbox
+	containers     []*runtimeapi.Container
+	containerStats []*runtimeapi.ContainerStats
+	// sandboxStats answers ListPodSandboxStats; sandboxStatsErr fails it.
+	sandboxStats    []*runtimeapi.PodSandboxStats
+	sandboxStatsErr error
+	// verbose is the "info" JSON of each sandbox's verbose status.
+	verbose map[string]string
+	listErr error
+	calls   map[string]int
+}
+
+func (f *fakeRuntime) count(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls == nil {
+		f.calls = map[string]int{}
+	}
+	f.calls[name]++
+}
+
+func (f *fakeRuntime) callCount(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[name]
+}
+
+func (f *fakeRuntime) ListPodSandbox(context.Context, *runtimeapi.ListPodSandboxRequest, ...grpc.CallOption) (*runtimeapi.ListPodSandboxResponse, error) {
+	f.count("ListPodSandbox")
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	return &runtimeapi.ListPodSandboxResponse{Items: f.sandboxes}, nil
+}
+
+func (f *fakeRuntime) ListContainers(context.Context, *runtimeapi.ListContainersRequest, ...grpc.CallOption) (*runtimeapi.ListContainersResponse, error) {
+	f.count("ListContainers")
+	return &runtimeapi.ListContainersResponse{Containers: f.containers}, nil
+}
+
+func (f *fakeRuntime) ListContainerStats(context.Context, *runtimeapi.ListContainerStatsRequest, ...grpc.CallOption) (*runtimeapi.ListContainerStatsResponse, error) {
+	f.count("ListContainerStats")
+	return &runtimeapi.ListContainerStatsResponse{Stats: f.containerStats}, nil
+}
+
+func (f *fakeRuntime) ListPodSandboxStats(context.Context, *runtimeapi.ListPodSandboxStatsRequest, ...grpc.CallOption) (*runtimeapi.ListPodSandboxStatsResponse, error) {
+	f.count("ListPodSandboxStats")
+	if f.sandboxStatsErr != nil {
+		return nil, f.sandboxStatsErr
+	}
+	return &runtimeapi.ListPodSandboxStatsResponse{Stats: f.sandboxStats}, nil
+}
+
+func (f *fakeRuntime) PodSandboxStatus(_ context.Context, r *runtimeapi.PodSandboxStatusRequest, _ ...grpc.CallOption) (*runtimeapi.PodSandboxStatusResponse, error) {
+	f.count("PodSandboxStatus")
+	info, ok := f.verbose[r.GetPodSandboxId()]
+	if !ok {
+		return nil, status.Error(codes.NotFound, "no such sandbox")
+	}
+	return &runtimeapi.PodSandboxStatusResponse{Info: map[string]string{"info": info}}, nil
+}
+
+// fakeImages answers ImageFsInfo.
+type fakeImages struct {
+	runtimeapi.ImageServiceClient
+	resp *runtimeapi.ImageFsInfoResponse
+	err  error
+}
+
+func (f *fakeImages) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest, ...grpc.CallOption) (*runtimeapi.ImageFsInfoResponse, error) {
+	return f.resp, f.err
+}
+
+type fakePods []*v1.Pod
+
+func (f fakePods) List() []*v1.Pod { return f }
+
+func podWithUID(uid string) *v1.Pod {
+	p := &v1.Pod{}
+	p.UID = types.UID(uid)
+	return p
+}
+
+func sandbox(id, ns, name, uid string, ready bool, created int64) *runtimeapi.PodSandbox {
+	st := runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	if ready {
+		st = runtimeapi.PodSandboxState_SANDBOX_READY
+	}
+	return &runtimeapi.PodSandbox{
+		Id: id, State: st, CreatedAt: created,
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: ns, Uid: uid},
+	}
+}
+
+func container(id, sandboxID, name string, running bool, created int64) *runtimeapi.Container {
+	st := runtimeapi.ContainerState_CONTAINER_EXITED
+	if running {
+		st = runtimeapi.ContainerState_CONTAINER_RUNNING
+	}
+	return &runtimeapi.Container{Id: id, PodSandboxId: sandboxID, State: st, CreatedAt: created, Metadata: &runtimeapi.ContainerMetadata{Name: name}}
+}
+
+// ctrStats is containerd-1.6-shaped container stats: cumulative CPU, a
+// zero usage_nano_cores and available_bytes, a writable layer on mountpoint.
+func ctrStats(id, name string, ts int64, cpuNanos, ws, usage uint64, mountpoint string) *runtimeapi.ContainerStats {
+	return &runtimeapi.ContainerStats{
+		Attributes: &runtimeapi.ContainerAttributes{Id: id, Metadata: &runtimeapi.ContainerMetadata{Name: name}},
+		Cpu:        &runtimeapi.CpuUsage{Timestamp: ts, UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: cpuNanos}, UsageNanoCores: &runtimeapi.UInt64Value{}},
+		Memory: &runtimeapi.MemoryUsage{
+			Timestamp: ts, WorkingSetBytes: &runtimeapi.UInt64Value{Value: ws}, UsageBytes: &runtimeapi.UInt64Value{Value: usage},
+			AvailableBytes: &runtimeapi.UInt64Value{}, RssBytes: &runtimeapi.UInt64Value{Value: ws / 2},
+			PageFaults: &runtimeapi.UInt64Value{Value: 10}, MajorPageFaults: &runtimeapi.UInt64Value{},
+		},
+		WritableLayer: &runtimeapi.FilesystemUsage{
+			Timestamp: ts, FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: mountpoint},
+			UsedBytes: &runtimeapi.UInt64Value{Value: 8192}, InodesUsed: &runtimeapi.UInt64Value{Value: 5},
+		},
+	}
+}
+
+func verboseInfo(pid int, cgroupsPath string) string {
+	return fmt.Sprintf(`{"pid":%d,"processStatus":"running","runtimeSpec":{"linux":{"cgroupsPath":%q}}}`, pid, cgroupsPath)
+}
