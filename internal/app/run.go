@@ -41,6 +41,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/server"
 	"github.com/seed-kubelet/kubelet/internal/server/auth"
+	"github.com/seed-kubelet/kubelet/internal/server/logs"
 	"github.com/seed-kubelet/kubelet/internal/stats"
 	"github.com/seed-kubelet/kubelet/internal/status"
 	"github.com/seed-kubelet/kubelet/internal/syncloop"
@@ -208,6 +209,7 @@ func Run(ctx context.Context, o *options.Options) error {
 		Runtime: client.Runtime, Images: client.Image, Pods: podMgr, NodeName: nodeName,
 		RootDir: flags.RootDirectory, PodLogsDir: cfg.PodLogsDir, Clock: clk,
 	})
+	logsCfg := logs.Config{Pods: podMgr, Runtime: client.Runtime, Statuses: statusMgr, Clock: clk}
 	resourceRegistry := prometheus.NewRegistry()
 	resourceRegistry.MustRegister(statsProvider.ResourceMetricsCollector())
 	apiCfg := server.APIConfig{
@@ -215,6 +217,8 @@ func Run(ctx context.Context, o *options.Options) error {
 		RunningPods:     func(ctx context.Context) ([]v1.Pod, error) { return runningPods(ctx, runtimeMgr) },
 		Metrics:         promhttp.HandlerFor(metrics.NewRegistry(pleg.Collectors()...), promhttp.HandlerOpts{}),
 		Summary:         statsProvider.SummaryHandler(),
+		ContainerLogs:   logs.ContainerLogsHandler(logsCfg),
+		NodeLogs:        logs.NodeLogsHandler(logsCfg),
 		ResourceMetrics: promhttp.HandlerFor(resourceRegistry, promhttp.HandlerOpts{}),
 		ProbeMetrics:    promhttp.HandlerFor(prometheus.NewRegistry(), promhttp.HandlerOpts{}),
 		EnableDebugging: derefBool(cfg.EnableDebuggingHandlers, true),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -72,6 +73,22 @@ type containerLogs struct {
 
 const containerLogsPrefix = "/containerLogs/"
 
+// httpError is an error response: its status code and body.
+type httpError struct {
+	code int
+	msg  string
+}
+
+// target is what a valid request reads: a container instance's log, with
+// the streams it asked for (a nil writer drops a stream).
+type target struct {
+	pod            *v1.Pod
+	container      string
+	containerID    string
+	opts           *v1.PodLogOptions
+	stdout, stderr io.Writer
+}
+
 func (h *containerLogs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
@@ -84,65 +101,11 @@ func (h *containerLogs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	namespace, podName, containerName := parts[0], parts[1], parts[2]
-	switch {
-	case podName == "":
-		writeError(w, http.StatusBadRequest, `{"message": "Missing podID."}`)
-		return
-	case containerName == "":
-		writeError(w, http.StatusBadRequest, `{"message": "Missing container name."}`)
-		return
-	case namespace == "":
-		writeError(w, http.StatusBadRequest, `{"message": "Missing podNamespace."}`)
-		return
-	}
-	apiOpts, err := decodeLogOptions(r.URL.Query())
-	if err != nil {
-		klog.V(2).InfoS("Cannot decode container log query", "query", r.URL.RawQuery, "err", err)
-		writeError(w, http.StatusBadRequest, `{"message": "Unable to decode query."}`)
-		return
-	}
-	if h.cfg.SplitStreams && apiOpts.Stream == nil && len(r.URL.Query()) > 0 {
-		all := v1.LogStreamAll
-		apiOpts.Stream = &all // the API's defaulting
-	}
-	if errs := validateLogOptions(apiOpts); len(errs) > 0 {
-		klog.V(2).InfoS("Invalid container log query", "query", r.URL.RawQuery, "err", errs.ToAggregate())
-		writeError(w, http.StatusUnprocessableEntity, `{"message": "Invalid request."}`)
-		return
-	}
-	pod, ok := h.cfg.Pods.GetByFullName(namespace, podName)
-	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("pod %q does not exist", podName))
-		return
-	}
-	spec, kind, ok := specContainer(pod, containerName)
-	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("container %q not found in pod %q", containerName, podName))
-		return
-	}
-	var stdout, stderr io.Writer = w, w
-	if stream := apiOpts.Stream; stream != nil && *stream != v1.LogStreamAll {
-		switch {
-		case !h.cfg.SplitStreams:
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("unable to return the given log stream: %q. Please enable PodLogsQuerySplitStreams feature gate in kubelet", *stream))
-			return
-		case *stream == v1.LogStreamStdout:
-			stderr = nil
-		default:
-			stdout = nil
-		}
-	}
-
+	fw := &flushWriter{w: w, rc: http.NewResponseController(w)}
 	ctx := r.Context()
-	st, err := h.apiStatus(ctx, pod, spec, kind)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	containerID, err := chooseContainer(pod.Name, st, containerName, apiOpts.Previous)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	tg, herr := h.prepare(ctx, parts[0], parts[1], parts[2], r.URL.Query(), fw)
+	if herr != nil {
+		writeError(w, herr.code, herr.msg)
 		return
 	}
 	// From here on, as upstream, the response is committed: a failure is
@@ -150,12 +113,68 @@ func (h *containerLogs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	_ = http.NewResponseController(w).Flush()
-	opts := readOptions(apiOpts, h.cfg.Clock.Now())
-	if err := h.stream(ctx, containerID, opts, stdout, stderr); err != nil && ctx.Err() == nil {
-		klog.V(2).InfoS("Container log stream failed", "pod", klog.KObj(pod), "container", containerName, "err", err)
+	fw.Flush()
+	opts := readOptions(tg.opts, h.cfg.Clock.Now())
+	if err := h.stream(ctx, tg.containerID, opts, tg.stdout, tg.stderr); err != nil && ctx.Err() == nil {
+		klog.V(2).InfoS("Container log stream failed", "pod", klog.KObj(tg.pod), "container", tg.container, "err", err)
 		_, _ = io.WriteString(w, err.Error())
 	}
+}
+
+// prepare checks a request in upstream's order (path, query, pod,
+// container, stream) and chooses the container instance to read.
+func (h *containerLogs) prepare(ctx context.Context, namespace, podName, containerName string, query url.Values, out io.Writer) (*target, *httpError) {
+	fail := func(code int, msg string) (*target, *httpError) {
+		return nil, &httpError{code: code, msg: msg}
+	}
+	switch {
+	case podName == "":
+		return fail(http.StatusBadRequest, `{"message": "Missing podID."}`)
+	case containerName == "":
+		return fail(http.StatusBadRequest, `{"message": "Missing container name."}`)
+	case namespace == "":
+		return fail(http.StatusBadRequest, `{"message": "Missing podNamespace."}`)
+	}
+	opts, err := decodeLogOptions(query)
+	if err != nil {
+		klog.V(2).InfoS("Cannot decode container log query", "query", query.Encode(), "err", err)
+		return fail(http.StatusBadRequest, `{"message": "Unable to decode query."}`)
+	}
+	if h.cfg.SplitStreams && opts.Stream == nil && len(query) > 0 {
+		all := v1.LogStreamAll
+		opts.Stream = &all // the API's defaulting
+	}
+	if errs := validateLogOptions(opts); len(errs) > 0 {
+		klog.V(2).InfoS("Invalid container log query", "query", query.Encode(), "err", errs.ToAggregate())
+		return fail(http.StatusUnprocessableEntity, `{"message": "Invalid request."}`)
+	}
+	pod, ok := h.cfg.Pods.GetByFullName(namespace, podName)
+	if !ok {
+		return fail(http.StatusNotFound, fmt.Sprintf("pod %q does not exist", podName))
+	}
+	spec, kind, ok := specContainer(pod, containerName)
+	if !ok {
+		return fail(http.StatusNotFound, fmt.Sprintf("container %q not found in pod %q", containerName, podName))
+	}
+	tg := &target{pod: pod, container: containerName, opts: opts, stdout: out, stderr: out}
+	if stream := opts.Stream; stream != nil && *stream != v1.LogStreamAll {
+		switch {
+		case !h.cfg.SplitStreams:
+			return fail(http.StatusBadRequest, fmt.Sprintf("unable to return the given log stream: %q. Please enable PodLogsQuerySplitStreams feature gate in kubelet", *stream))
+		case *stream == v1.LogStreamStdout:
+			tg.stderr = nil
+		default:
+			tg.stdout = nil
+		}
+	}
+	st, err := h.apiStatus(ctx, pod, spec, kind)
+	if err != nil {
+		return fail(http.StatusBadRequest, err.Error())
+	}
+	if tg.containerID, err = chooseContainer(pod.Name, st, containerName, opts.Previous); err != nil {
+		return fail(http.StatusBadRequest, err.Error())
+	}
+	return tg, nil
 }
 
 // stream reads the log file of the container instance containerID.
@@ -171,6 +190,21 @@ func (h *containerLogs) stream(ctx context.Context, containerID string, opts Opt
 		return fmt.Errorf("container %v has no log file", containerID)
 	}
 	return readLogs(ctx, h.cfg.Clock, logPath, id, opts, h.cfg.Runtime, stdout, stderr)
+}
+
+// flushWriter lets the reader flush the response whenever it is about to
+// wait for more log, through any wrapping of the ResponseWriter.
+type flushWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+func (f *flushWriter) Write(p []byte) (int, error) { return f.w.Write(p) }
+
+func (f *flushWriter) Flush() {
+	if err := f.rc.Flush(); err != nil {
+		klog.V(5).InfoS("Cannot flush the log response", "err", err)
+	}
 }
 
 // writeError writes msg as a plain-text error, without a trailing newline.

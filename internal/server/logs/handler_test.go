@@ -188,6 +188,15 @@ func TestContainerLogsHandlerRuntimeListFails(t *testing.T) {
 	}
 }
 
+// unwrapOnly hides the ResponseWriter's Flush, as some middleware does,
+// leaving Unwrap for http.ResponseController.
+type unwrapOnly struct{ w http.ResponseWriter }
+
+func (u unwrapOnly) Header() http.Header         { return u.w.Header() }
+func (u unwrapOnly) Write(p []byte) (int, error) { return u.w.Write(p) }
+func (u unwrapOnly) WriteHeader(code int)        { u.w.WriteHeader(code) }
+func (u unwrapOnly) Unwrap() http.ResponseWriter { return u.w }
+
 // TestContainerLogsHandlerFollow streams a running container's log over a
 // real connection: lines arrive as they are written, and the response ends
 // when the container exits.
@@ -195,7 +204,11 @@ func TestContainerLogsHandlerFollow(t *testing.T) {
 	f := newFixture(t)
 	cfg := f.config()
 	cfg.Clock = nil // the real clock polls
-	srv := httptest.NewServer(ContainerLogsHandler(cfg))
+	h := ContainerLogsHandler(cfg)
+	// Behind a middleware's wrapper, flushing still reaches the connection.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(unwrapOnly{w}, r)
+	}))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/containerLogs/ns/web/app?follow=true&tailLines=1")
 	if err != nil {

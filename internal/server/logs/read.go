@@ -43,6 +43,8 @@ const (
 	pollPeriod = time.Second
 	// maxWatchErrors is how many watch errors a follower tolerates.
 	maxWatchErrors = 5
+	// ctxCheckLines is how often a long read checks for cancellation.
+	ctxCheckLines = 4096
 )
 
 // ReadLogs writes the CRI-format log file at path to stdout and stderr (by
@@ -84,7 +86,7 @@ func readLogs(ctx context.Context, clk clock.Clock, path, containerID string, op
 	}
 	if !opts.Follow {
 		// Without follow, the file as it was when opened.
-		return fl.copy(io.LimitReader(f, fi.Size()-start))
+		return fl.copy(ctx, io.LimitReader(f, fi.Size()-start))
 	}
 	fl.offset = start
 	fl.br = bufio.NewReader(f)
@@ -120,9 +122,12 @@ func (fl *follower) close() {
 }
 
 // copy writes every line of r; a last line without a newline too.
-func (fl *follower) copy(r io.Reader) error {
+func (fl *follower) copy(ctx context.Context, r io.Reader) error {
 	br := bufio.NewReader(r)
-	for {
+	for n := 1; ; n++ {
+		if n%ctxCheckLines == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
 			if done, werr := fl.emit(line); done || werr != nil {
@@ -156,7 +161,10 @@ func (fl *follower) emit(line []byte) (done bool, err error) {
 
 func (fl *follower) follow(ctx context.Context) error {
 	exited := false
-	for {
+	for n := 1; ; n++ {
+		if n%ctxCheckLines == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		line, err := fl.br.ReadBytes('\n')
 		fl.offset += int64(len(line))
 		if err == nil {

@@ -208,8 +208,13 @@ func TestReadLogsErrors(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "0.log")
 	writeFile(t, path, crilog("0 stdout F a", "1 stdout F b"))
+	big := filepath.Join(dir, "big.log")
+	writeFile(t, big, strings.Repeat(crilog("0 stdout F line"), 3*ctxCheckLines))
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
 	tests := []struct {
 		name string
+		ctx  context.Context
 		path string
 		out  io.Writer
 		want string
@@ -218,10 +223,15 @@ func TestReadLogsErrors(t *testing.T) {
 		{name: "directory", path: dir, out: io.Discard, want: "read log file"},
 		{name: "failing writer", path: path, out: failingWriter{}, want: "write stdout: disk full"},
 		{name: "short writer", path: path, out: shortWriter{}, want: io.ErrShortWrite.Error()},
+		{name: "canceled during a long read", ctx: canceled, path: big, out: io.Discard, want: context.Canceled.Error()},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := ReadLogs(context.Background(), tc.path, "", Options{}, nil, tc.out, tc.out)
+			ctx := tc.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			err := ReadLogs(ctx, tc.path, "", Options{}, nil, tc.out, tc.out)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("ReadLogs error = %v, want it to contain %q", err, tc.want)
 			}
