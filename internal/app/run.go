@@ -42,6 +42,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/server"
 	"github.com/seed-kubelet/kubelet/internal/server/auth"
 	"github.com/seed-kubelet/kubelet/internal/server/logs"
+	"github.com/seed-kubelet/kubelet/internal/server/streaming"
 	"github.com/seed-kubelet/kubelet/internal/stats"
 	"github.com/seed-kubelet/kubelet/internal/status"
 	"github.com/seed-kubelet/kubelet/internal/syncloop"
@@ -214,11 +215,14 @@ func Run(ctx context.Context, o *options.Options) error {
 	resourceRegistry.MustRegister(statsProvider.ResourceMetricsCollector())
 	apiCfg := server.APIConfig{
 		Pods: podMgr, Statuses: statusMgr, Checks: checks, Config: cfg,
-		RunningPods:     func(ctx context.Context) ([]v1.Pod, error) { return runningPods(ctx, runtimeMgr) },
-		Metrics:         promhttp.HandlerFor(metrics.NewRegistry(pleg.Collectors()...), promhttp.HandlerOpts{}),
-		Summary:         statsProvider.SummaryHandler(),
-		ContainerLogs:   logs.ContainerLogsHandler(logsCfg),
-		NodeLogs:        logs.NodeLogsHandler(logsCfg),
+		RunningPods:   func(ctx context.Context) ([]v1.Pod, error) { return runningPods(ctx, runtimeMgr) },
+		Metrics:       promhttp.HandlerFor(metrics.NewRegistry(pleg.Collectors()...), promhttp.HandlerOpts{}),
+		Summary:       statsProvider.SummaryHandler(),
+		ContainerLogs: logs.ContainerLogsHandler(logsCfg),
+		NodeLogs:      logs.NodeLogsHandler(logsCfg),
+		Streaming: streaming.Handler(streaming.Config{
+			Pods: podMgr, Runtime: client.Runtime, StreamIdleTimeout: cfg.StreamingConnectionIdleTimeout.Duration,
+		}),
 		ResourceMetrics: promhttp.HandlerFor(resourceRegistry, promhttp.HandlerOpts{}),
 		ProbeMetrics:    promhttp.HandlerFor(prometheus.NewRegistry(), promhttp.HandlerOpts{}),
 		EnableDebugging: derefBool(cfg.EnableDebuggingHandlers, true),

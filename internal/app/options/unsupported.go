@@ -63,14 +63,15 @@ var SupportedConfigFields = map[string]bool{
 	"eventBurst":                   true,
 	"enableControllerAttachDetach": true,
 	// The kubelet API.
-	"authentication":          true,
-	"authorization":           true,
-	"tlsCertFile":             true,
-	"tlsPrivateKeyFile":       true,
-	"tlsMinVersion":           true,
-	"tlsCipherSuites":         true,
-	"enableDebuggingHandlers": true,
-	"enableProfilingHandler":  true,
+	"authentication":                 true,
+	"authorization":                  true,
+	"tlsCertFile":                    true,
+	"tlsPrivateKeyFile":              true,
+	"tlsMinVersion":                  true,
+	"tlsCipherSuites":                true,
+	"enableDebuggingHandlers":        true,
+	"enableProfilingHandler":         true,
+	"streamingConnectionIdleTimeout": true,
 }
 
 // UnsupportedFlags lists, sorted, every flag that is accepted so existing

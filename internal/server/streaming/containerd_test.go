@@ -1,3 +1,5 @@
+//go:build integration
+
 package streaming
 
 import (
@@ -6,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -34,26 +37,7 @@ import (
 // livePod is a busybox pod run through containerd's CRI, with the v1.Pod
 // the fake pod manager returns for it.
 type livePod struct {
-	pod       *v1.Pod
-	sandboxID string
-	// containers maps container name to ID.
-	containers map[string]string
-}
-
-// fakePods is a pod manager holding a fixed set of pods.
-type fakePods map[string]*v1.Pod
-
-func (f fakePods) GetByFullName(namespace, name string) (*v1.Pod, bool) {
-	p, ok := f[namespace+"/"+name]
-	return p, ok
-}
-
-func newFakePods(pods ...*v1.Pod) fakePods {
-	f := fakePods{}
-	for _, p := range pods {
-		f[p.Namespace+"/"+p.Name] = p
-	}
-	return f
+	pod *v1.Pod
 }
 
 // testContainers are the containers of the live pod: "main" sleeps, "cat"
@@ -76,16 +60,14 @@ func startLivePod(t *testing.T, rs runtimeapi.RuntimeServiceClient) *livePod {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cfg.Metadata.Namespace, UID: types.UID(cfg.Metadata.Uid)},
 		Spec:       v1.PodSpec{Containers: testContainers},
 	}
-	for k, v := range criconfig.SandboxLabels(pod) {
-		cfg.Labels[k] = v
-	}
-	lp := &livePod{pod: pod, containers: map[string]string{}}
-	lp.sandboxID = framework.RunPodSandbox(t, rs, cfg)
+	maps.Copy(cfg.Labels, criconfig.SandboxLabels(pod))
+	lp := &livePod{pod: pod}
+	sandboxID := framework.RunPodSandbox(t, rs, cfg)
 	ctx := framework.Ctx(t)
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		resp, err := rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
-			PodSandboxId:  lp.sandboxID,
+			PodSandboxId:  sandboxID,
 			SandboxConfig: cfg,
 			Config: &runtimeapi.ContainerConfig{
 				Metadata: &runtimeapi.ContainerMetadata{Name: c.Name},
@@ -103,7 +85,6 @@ func startLivePod(t *testing.T, rs runtimeapi.RuntimeServiceClient) *livePod {
 		if _, err := rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: resp.ContainerId}); err != nil {
 			t.Fatalf("StartContainer %s: %v", c.Name, err)
 		}
-		lp.containers[c.Name] = resp.ContainerId
 	}
 	return lp
 }
@@ -513,10 +494,10 @@ func testLiveErrors(t *testing.T, srv *httptest.Server, lp *livePod) {
 		{name: "exec without streams", method: http.MethodPost, path: "/exec/" + ns + "/" + name + "/main?command=ls", header: upgrade, wantStatus: http.StatusBadRequest, wantBody: "you must specify at least 1 of stdin, stdout, stderr"},
 		{name: "exec unknown container", method: http.MethodPost, path: "/exec/" + ns + "/" + name + "/nope?command=ls&stdout=1", header: upgrade, wantStatus: http.StatusInternalServerError, wantBody: `container not found ("nope")`},
 		{name: "exec other uid", method: http.MethodPost, path: "/exec/" + ns + "/" + name + "/other-uid/main?command=ls&stdout=1", header: upgrade, wantStatus: http.StatusInternalServerError, wantBody: `container not found ("main")`},
-		{name: "exec without upgrade", method: http.MethodPost, path: "/exec/" + ns + "/" + name + "/main?command=ls&stdout=1", wantStatus: upgradeRequiredStatus, wantBody: "Upgrade request required"},
-		{name: "attach without upgrade", method: http.MethodGet, path: "/attach/" + ns + "/" + name + "/cat?stdout=1", wantStatus: upgradeRequiredStatus, wantBody: "Upgrade request required"},
+		{name: "exec without upgrade", method: http.MethodPost, path: "/exec/" + ns + "/" + name + "/main?command=ls&stdout=1", wantStatus: upgradeRequiredStatus, wantBody: upgradeRequiredText},
+		{name: "attach without upgrade", method: http.MethodGet, path: "/attach/" + ns + "/" + name + "/cat?stdout=1", wantStatus: upgradeRequiredStatus, wantBody: upgradeRequiredText},
 		{name: "portForward other uid", method: http.MethodPost, path: "/portForward/" + ns + "/" + name + "/other-uid", header: upgrade, wantStatus: http.StatusNotFound, wantBody: "pod not found"},
-		{name: "portForward without upgrade", method: http.MethodGet, path: "/portForward/" + ns + "/" + name, wantStatus: upgradeRequiredStatus, wantBody: "Upgrade request required"},
+		{name: "portForward without upgrade", method: http.MethodGet, path: "/portForward/" + ns + "/" + name, wantStatus: upgradeRequiredStatus, wantBody: upgradeRequiredText},
 		{name: "run unknown pod", method: http.MethodPost, path: "/run/" + ns + "/nope/main?cmd=ls", wantStatus: http.StatusNotFound, wantBody: "pod does not exist"},
 		{name: "run with GET", method: http.MethodGet, path: "/run/" + ns + "/" + name + "/main?cmd=ls", wantStatus: http.StatusMethodNotAllowed},
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -39,10 +40,13 @@ const runtimeCallTimeout = 2 * time.Minute
 // in flight: the lifetime of an unused streaming URL.
 const retryAfterSeconds = "60"
 
-// upgradeRequiredStatus answers a stream request without Connection:
-// upgrade. Upstream's proxy turns its "Upgrade request required" bad request
-// into a 500 through the kubelet's error responder; we keep that.
-const upgradeRequiredStatus = http.StatusInternalServerError
+// upgradeRequiredStatus and upgradeRequiredText answer a stream request
+// without "Connection: upgrade". Upstream's proxy raises a bad request with
+// that text, which the kubelet's error responder sends as a 500; so do we.
+const (
+	upgradeRequiredStatus = http.StatusInternalServerError
+	upgradeRequiredText   = "Upgrade request required"
+)
 
 // Pods finds the pods the kubelet manages.
 type Pods interface {
@@ -68,7 +72,9 @@ type server struct {
 }
 
 // Handler serves /exec, /attach, /portForward (GET and POST, upgrade
-// requests proxied to the runtime) and /run (POST, ExecSync).
+// requests proxied to the runtime) and /run (POST, ExecSync). Mount it at
+// those four path prefixes of an HTTP/1.1-capable server: upgrades need to
+// take over the connection.
 func Handler(cfg Config) http.Handler {
 	s := &server{cfg: cfg}
 	mux := http.NewServeMux()
@@ -176,7 +182,7 @@ func (s *server) exec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !isUpgradeRequest(r) {
-		writeError(w, upgradeRequiredStatus, errors.New("Upgrade request required"))
+		writeText(w, upgradeRequiredStatus, upgradeRequiredText)
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, runtimeCallTimeout)
@@ -222,7 +228,7 @@ func (s *server) attach(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !isUpgradeRequest(r) {
-		writeError(w, upgradeRequiredStatus, errors.New("Upgrade request required"))
+		writeText(w, upgradeRequiredStatus, upgradeRequiredText)
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, runtimeCallTimeout)
@@ -264,7 +270,7 @@ func (s *server) portForward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !isUpgradeRequest(r) {
-		writeError(w, upgradeRequiredStatus, errors.New("Upgrade request required"))
+		writeText(w, upgradeRequiredStatus, upgradeRequiredText)
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, runtimeCallTimeout)
@@ -347,12 +353,16 @@ func specTTY(pod *v1.Pod, name string) (bool, bool) {
 	return false, false
 }
 
-// writeError answers status with err's text, as upstream's handlers do.
+// writeError answers code with err's text, as upstream's handlers do.
 func writeError(w http.ResponseWriter, code int, err error) {
+	writeText(w, code, err.Error())
+}
+
+func writeText(w http.ResponseWriter, code int, text string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
-	_, _ = w.Write([]byte(err.Error()))
+	_, _ = io.WriteString(w, text)
 }
 
 // writeRuntimeError maps a runtime error to HTTP as upstream: NotFound is

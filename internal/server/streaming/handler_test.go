@@ -208,7 +208,8 @@ func TestStreamRequestsReachRuntime(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			check := goroutineBaseline(t)
+			// Registered first, so it runs after the servers are closed.
+			t.Cleanup(goroutineBaseline(t))
 			srv, rt := newFakeServer(t)
 			header := spdyHeaders
 			if tc.header != nil {
@@ -230,8 +231,6 @@ func TestStreamRequestsReachRuntime(t *testing.T) {
 				t.Errorf("runtime got %v, want %v", got, tc.want)
 			}
 			conn.Close()
-			srv.Close()
-			check()
 		})
 	}
 }
@@ -255,13 +254,13 @@ func TestStreamRequestErrors(t *testing.T) {
 		{name: "exec unknown container", path: "/exec/ns/web/nope?stdout=1", wantStatus: http.StatusInternalServerError, wantBody: `container not found ("nope")`},
 		{name: "exec exited container", path: "/exec/ns/web/gone?stdout=1", wantStatus: http.StatusInternalServerError, wantBody: `container not found ("gone")`},
 		{name: "exec uid of another pod", path: "/exec/ns/web/uid-2/app?stdout=1", wantStatus: http.StatusInternalServerError, wantBody: `container not found ("app")`},
-		{name: "exec without upgrade", path: "/exec/ns/web/app?stdout=1", header: http.Header{}, wantStatus: upgradeRequiredStatus, wantBody: "Upgrade request required"},
+		{name: "exec without upgrade", path: "/exec/ns/web/app?stdout=1", header: http.Header{}, wantStatus: upgradeRequiredStatus, wantBody: upgradeRequiredText},
 		{name: "exec put", method: http.MethodPut, path: "/exec/ns/web/app?stdout=1", wantStatus: http.StatusMethodNotAllowed},
 		{name: "attach unknown pod", path: "/attach/ns/nope/app?stdout=1", wantStatus: http.StatusNotFound, wantBody: "pod does not exist"},
 		{name: "attach no streams", path: "/attach/ns/web/app", wantStatus: http.StatusBadRequest, wantBody: "you must specify at least 1 of stdin, stdout, stderr"},
 		{name: "attach container not in spec", path: "/attach/ns/web/orphan?stdout=1", wantStatus: http.StatusInternalServerError, wantBody: "container orphan not found in pod web_ns"},
 		{name: "attach uid of another pod", path: "/attach/ns/web/uid-2/app?stdout=1", wantStatus: http.StatusInternalServerError, wantBody: `container not found ("app")`},
-		{name: "attach without upgrade", path: "/attach/ns/web/app?stdout=1", header: http.Header{}, wantStatus: upgradeRequiredStatus, wantBody: "Upgrade request required"},
+		{name: "attach without upgrade", path: "/attach/ns/web/app?stdout=1", header: http.Header{}, wantStatus: upgradeRequiredStatus, wantBody: upgradeRequiredText},
 		{name: "portForward unknown pod", path: "/portForward/ns/nope", wantStatus: http.StatusNotFound, wantBody: "pod does not exist"},
 		{name: "portForward other uid", path: "/portForward/ns/web/uid-2", wantStatus: http.StatusNotFound, wantBody: "pod not found"},
 		{name: "portForward no ready sandbox", path: "/portForward/ns/idle", wantStatus: http.StatusInternalServerError, wantBody: "pod not found: no ready sandbox"},
@@ -270,7 +269,7 @@ func TestStreamRequestErrors(t *testing.T) {
 		{name: "portForward websocket bad port", path: "/portForward/ns/web?port=http", header: websocketHeaders, wantStatus: http.StatusBadRequest, wantBody: `unable to parse "http" as a port`},
 		{name: "portForward websocket port zero", path: "/portForward/ns/web?port=80,0", header: websocketHeaders, wantStatus: http.StatusBadRequest, wantBody: `port "80,0" must be > 0`},
 		{name: "portForward websocket port too big", path: "/portForward/ns/web?port=65536", header: websocketHeaders, wantStatus: http.StatusBadRequest, wantBody: `unable to parse "65536" as a port`},
-		{name: "portForward without upgrade", path: "/portForward/ns/web", header: http.Header{}, wantStatus: upgradeRequiredStatus, wantBody: "Upgrade request required"},
+		{name: "portForward without upgrade", path: "/portForward/ns/web", header: http.Header{}, wantStatus: upgradeRequiredStatus, wantBody: upgradeRequiredText},
 		{name: "runtime not found", path: "/exec/ns/web/app?stdout=1", streamErr: status.Error(codes.NotFound, "no such container"), wantCall: true,
 			wantStatus: http.StatusNotFound, wantBody: "no such container"},
 		{name: "runtime too many streams", path: "/attach/ns/web/app?stdout=1", streamErr: status.Error(codes.ResourceExhausted, "maximum number of in-flight requests exceeded"), wantCall: true,
@@ -344,20 +343,20 @@ func TestRun(t *testing.T) {
 		wantType   string
 	}{
 		{name: "stdout then stderr", path: "/run/ns/web/app?cmd=sh%20-c%20x",
-			execSync: &runtimeapi.ExecSyncResponse{Stdout: []byte("out\n"), Stderr: []byte("err\n")},
-			wantReq:  &runtimeapi.ExecSyncRequest{ContainerId: "app-new", Cmd: []string{"sh", "-c", "x"}},
+			execSync:   &runtimeapi.ExecSyncResponse{Stdout: []byte("out\n"), Stderr: []byte("err\n")},
+			wantReq:    &runtimeapi.ExecSyncRequest{ContainerId: "app-new", Cmd: []string{"sh", "-c", "x"}},
 			wantStatus: http.StatusOK, wantBody: "out\nerr\n", wantType: "application/json"},
 		{name: "split on every space", path: "/run/ns/web/uid-1/app?cmd=echo%20a%20%20b",
-			execSync: &runtimeapi.ExecSyncResponse{Stdout: []byte("a  b\n")},
-			wantReq:  &runtimeapi.ExecSyncRequest{ContainerId: "app-new", Cmd: []string{"echo", "a", "", "b"}},
+			execSync:   &runtimeapi.ExecSyncResponse{Stdout: []byte("a  b\n")},
+			wantReq:    &runtimeapi.ExecSyncRequest{ContainerId: "app-new", Cmd: []string{"echo", "a", "", "b"}},
 			wantStatus: http.StatusOK, wantBody: "a  b\n", wantType: "application/json"},
 		{name: "no output", path: "/run/ns/web/app?cmd=true",
-			execSync: &runtimeapi.ExecSyncResponse{},
-			wantReq:  &runtimeapi.ExecSyncRequest{ContainerId: "app-new", Cmd: []string{"true"}},
+			execSync:   &runtimeapi.ExecSyncResponse{},
+			wantReq:    &runtimeapi.ExecSyncRequest{ContainerId: "app-new", Cmd: []string{"true"}},
 			wantStatus: http.StatusOK, wantBody: "", wantType: ""},
 		{name: "non-zero exit", path: "/run/ns/web/app?cmd=ls%20/nope",
-			execSync: &runtimeapi.ExecSyncResponse{ExitCode: 2, Stdout: []byte("partial"), Stderr: []byte("ls: /nope: No such file")},
-			wantReq:  &runtimeapi.ExecSyncRequest{ContainerId: "app-new", Cmd: []string{"ls", "/nope"}},
+			execSync:   &runtimeapi.ExecSyncResponse{ExitCode: 2, Stdout: []byte("partial"), Stderr: []byte("ls: /nope: No such file")},
+			wantReq:    &runtimeapi.ExecSyncRequest{ContainerId: "app-new", Cmd: []string{"ls", "/nope"}},
 			wantStatus: http.StatusInternalServerError, wantBody: "command 'ls /nope' exited with 2: ls: /nope: No such file", wantType: "text/plain; charset=utf-8"},
 		{name: "runtime error", path: "/run/ns/web/app?cmd=ls",
 			execErr:    status.Error(codes.Unknown, "boom"),

@@ -3,6 +3,8 @@ package streaming
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -377,4 +379,80 @@ func TestIsUpgradeRequest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tlsBackend is an https runtime streaming server that upgrades and echoes.
+func tlsBackend(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Errorf("hijack: %v", err)
+			return
+		}
+		defer conn.Close()
+		upgradeAndEcho(r, conn, brw.Reader)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestProxyTLS(t *testing.T) {
+	be := tlsBackend(t)
+	trusted := certPool(be.Certificate())
+	tests := []struct {
+		name       string
+		tlsConfig  *tls.Config
+		wantStatus int
+		wantBody   string
+	}{
+		{name: "trusted runtime certificate", tlsConfig: &tls.Config{RootCAs: trusted}, wantStatus: http.StatusSwitchingProtocols},
+		{name: "untrusted runtime certificate", wantStatus: http.StatusInternalServerError, wantBody: "certificate"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			target, _ := url.Parse(be.URL + "/exec/token")
+			// The kubelet's port is TLS too: the hijacked connection is a *tls.Conn.
+			front := httptest.NewTLSServer(&upgradeProxy{target: target, tlsConfig: tc.tlsConfig})
+			defer front.Close()
+			conn, err := tls.Dial("tcp", front.Listener.Addr().String(), &tls.Config{RootCAs: certPool(front.Certificate())})
+			if err != nil {
+				t.Fatalf("dial: %v", err)
+			}
+			defer conn.Close()
+			req, _ := http.NewRequest(http.MethodGet, front.URL+"/", nil)
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Upgrade", "test/1")
+			if err := req.Write(conn); err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tc.wantStatus {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.wantStatus)
+			}
+			if tc.wantStatus != http.StatusSwitchingProtocols {
+				body, _ := io.ReadAll(resp.Body)
+				if !strings.Contains(string(body), tc.wantBody) {
+					t.Errorf("body %q, want it to contain %q", body, tc.wantBody)
+				}
+				return
+			}
+			if _, err := io.WriteString(conn, "hi"); err != nil {
+				t.Fatal(err)
+			}
+			if got := readN(t, conn, br, 7); got != "earlyhi" {
+				t.Errorf("stream carried %q, want %q", got, "earlyhi")
+			}
+		})
+	}
+}
+
+func certPool(c *x509.Certificate) *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(c)
+	return p
 }
