@@ -114,7 +114,10 @@ func ServeTLS(ctx context.Context, name, addr string, h http.Handler, tlsConfig 
 	if err != nil {
 		return fmt.Errorf("%s: listen on %s: %w", name, addr, err)
 	}
-	srv := &http.Server{Handler: h, TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second}
+	// Idle keep-alive connections (the API server pools them) are closed
+	// after 90 s, as upstream's kubelet server does.
+	srv := &http.Server{Handler: h, TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 1 << 20}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -129,7 +129,7 @@ func streamQuery(cmd []string, stdin, stdout, stderr, tty bool) url.Values {
 	for _, c := range cmd {
 		q.Add("command", c)
 	}
-	for k, on := range map[string]bool{"stdin": stdin, "stdout": stdout, "stderr": stderr, "tty": tty} {
+	for k, on := range map[string]bool{"input": stdin, "output": stdout, "error": stderr, "tty": tty} {
 		if on {
 			q.Set(k, "1")
 		}
@@ -490,12 +490,12 @@ func testLiveErrors(t *testing.T, srv *httptest.Server, lp *livePod) {
 		wantStatus int
 		wantBody   string
 	}{
-		{name: "exec unknown pod", method: http.MethodPost, path: "/exec/" + ns + "/nope/main?command=ls&stdout=1", header: upgrade, wantStatus: http.StatusNotFound, wantBody: "pod does not exist"},
+		{name: "exec unknown pod", method: http.MethodPost, path: "/exec/" + ns + "/nope/main?command=ls&output=1", header: upgrade, wantStatus: http.StatusNotFound, wantBody: "pod does not exist"},
 		{name: "exec without streams", method: http.MethodPost, path: "/exec/" + ns + "/" + name + "/main?command=ls", header: upgrade, wantStatus: http.StatusBadRequest, wantBody: "you must specify at least 1 of stdin, stdout, stderr"},
-		{name: "exec unknown container", method: http.MethodPost, path: "/exec/" + ns + "/" + name + "/nope?command=ls&stdout=1", header: upgrade, wantStatus: http.StatusInternalServerError, wantBody: `container not found ("nope")`},
-		{name: "exec other uid", method: http.MethodPost, path: "/exec/" + ns + "/" + name + "/other-uid/main?command=ls&stdout=1", header: upgrade, wantStatus: http.StatusInternalServerError, wantBody: `container not found ("main")`},
-		{name: "exec without upgrade", method: http.MethodPost, path: "/exec/" + ns + "/" + name + "/main?command=ls&stdout=1", wantStatus: upgradeRequiredStatus, wantBody: upgradeRequiredText},
-		{name: "attach without upgrade", method: http.MethodGet, path: "/attach/" + ns + "/" + name + "/cat?stdout=1", wantStatus: upgradeRequiredStatus, wantBody: upgradeRequiredText},
+		{name: "exec unknown container", method: http.MethodPost, path: "/exec/" + ns + "/" + name + "/nope?command=ls&output=1", header: upgrade, wantStatus: http.StatusInternalServerError, wantBody: `container not found ("nope")`},
+		{name: "exec other uid", method: http.MethodPost, path: "/exec/" + ns + "/" + name + "/other-uid/main?command=ls&output=1", header: upgrade, wantStatus: http.StatusInternalServerError, wantBody: `container not found ("main")`},
+		{name: "exec without upgrade", method: http.MethodPost, path: "/exec/" + ns + "/" + name + "/main?command=ls&output=1", wantStatus: upgradeRequiredStatus, wantBody: upgradeRequiredText},
+		{name: "attach without upgrade", method: http.MethodGet, path: "/attach/" + ns + "/" + name + "/cat?output=1", wantStatus: upgradeRequiredStatus, wantBody: upgradeRequiredText},
 		{name: "portForward other uid", method: http.MethodPost, path: "/portForward/" + ns + "/" + name + "/other-uid", header: upgrade, wantStatus: http.StatusNotFound, wantBody: "pod not found"},
 		{name: "portForward without upgrade", method: http.MethodGet, path: "/portForward/" + ns + "/" + name, wantStatus: upgradeRequiredStatus, wantBody: upgradeRequiredText},
 		{name: "run unknown pod", method: http.MethodPost, path: "/run/" + ns + "/nope/main?cmd=ls", wantStatus: http.StatusNotFound, wantBody: "pod does not exist"},

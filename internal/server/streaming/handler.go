@@ -20,12 +20,13 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Query parameters, as in the core API's exec/attach/portforward options.
+// Query parameters of the streaming protocol, as the API server sends them
+// to kubelets (input/output/error, not the PodExecOptions field names).
 const (
 	paramCommand = "command"
-	paramStdin   = "stdin"
-	paramStdout  = "stdout"
-	paramStderr  = "stderr"
+	paramStdin   = "input"
+	paramStdout  = "output"
+	paramStderr  = "error"
 	paramTTY     = "tty"
 	paramPort    = "port"
 	// paramRunCommand is /run's command line, split on spaces (legacy).

@@ -167,7 +167,7 @@ func TestProxyForwardsUpgradeRequest(t *testing.T) {
 		"Cookie":                    {"c=1"},
 		"X-Remote-User":             {"admin"},
 	}
-	conn, br, resp := dialUpgrade(t, srv, "/exec/ns/pod/c?command=ls&stdout=1", header)
+	conn, br, resp := dialUpgrade(t, srv, "/exec/ns/pod/c?command=ls&output=1", header)
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		t.Fatalf("status %d, want 101", resp.StatusCode)
 	}
