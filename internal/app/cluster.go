@@ -16,12 +16,18 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/app/options"
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
+	"github.com/seed-kubelet/kubelet/internal/mirror"
+	"github.com/seed-kubelet/kubelet/internal/nodelease"
+	"github.com/seed-kubelet/kubelet/internal/nodestatus"
 	"github.com/seed-kubelet/kubelet/internal/pod"
+	"github.com/seed-kubelet/kubelet/internal/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/status"
+	"github.com/seed-kubelet/kubelet/internal/syncloop"
 )
 
 // clients are the kubelet's API connections, as upstream splits them: the
@@ -143,4 +149,68 @@ func runningPods(ctx context.Context, rt interface {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// clusterDeps is what the cluster-mode loops need.
+type clusterDeps struct {
+	cfg      *kubeletconfig.KubeletConfiguration
+	nodeName string
+	clock    clock.WithTicker
+	clients  *clients
+	recorder events.Recorder
+	inputs   *nodeInputs
+	node     *nodeState
+	pods     *pod.Manager
+	statuses *status.Manager
+	workers  *podworkers.PodWorkers
+	mirrors  *mirror.Manager
+}
+
+// startCluster starts what a node of a cluster runs beside the sync loop
+// (status sync with the deletion handshake, node status, lease) and fills
+// in the dispatcher's cluster hooks (mirror pods, admission against the
+// API's Node, rejections written as pod statuses).
+func startCluster(ctx context.Context, d clusterDeps, dcfg *syncloop.DispatcherConfig) {
+	targets := &statusTargets{pods: d.pods}
+	go d.statuses.RunAPISync(ctx, status.APISyncConfig{
+		Client: d.clients.main, Clock: d.clock, ResyncPeriod: 10 * time.Second, Target: targets.target,
+		Terminated: func(uid types.UID) bool {
+			s, ok := d.workers.States()[uid]
+			return ok && s.State == podworkers.Terminated
+		},
+	})
+	dcfg.Mirrors = d.mirrors
+	dcfg.StatusChanged = d.statuses.Kick
+	dcfg.Reject = func(p *v1.Pod, reason, message string) {
+		targets.reject(p)
+		d.statuses.Set(p, rejectedStatus(reason, message, d.clock.Now()))
+		d.recorder.Eventf(p, v1.EventTypeWarning, reason, "%s", message)
+	}
+	nc := nodestatus.New(nodestatus.Config{
+		Client: d.clients.heartbeat, NodeName: d.nodeName, Clock: d.clock, Inputs: d.inputs.Inputs,
+		UpdateFrequency: d.cfg.NodeStatusUpdateFrequency.Duration, ReportFrequency: d.cfg.NodeStatusReportFrequency.Duration,
+		RegisterNode: derefBool(d.cfg.RegisterNode, true), Recorder: d.recorder,
+		OnRegistered: func(n *v1.Node) {
+			d.node.set(n)
+			// Static pods waited for the Node's UID to write mirror pods.
+			for _, sp := range d.pods.List() {
+				if pod.IsStatic(sp) {
+					d.workers.Sync(sp.UID)
+				}
+			}
+		},
+	})
+	go nc.Run(ctx)
+	d.recorder.Eventf(nodestatus.NodeRef(d.nodeName), v1.EventTypeNormal, events.StartingKubelet, "Starting kubelet.")
+	// Admission follows the Node the API server has (labels, taints).
+	dcfg.Admit = admitter(func() *v1.Node {
+		if n, ok := nc.Node(); ok {
+			return n
+		}
+		return d.node.get()
+	})
+	go nodelease.New(nodelease.Config{
+		Client: d.clients.heartbeat, NodeName: d.nodeName, Clock: d.clock,
+		LeaseDurationSeconds: d.cfg.NodeLeaseDurationSeconds, NodeUID: nc.NodeUID,
+	}).Run(ctx)
 }

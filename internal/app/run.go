@@ -17,11 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/app/options"
@@ -32,8 +32,6 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/metrics"
 	"github.com/seed-kubelet/kubelet/internal/mirror"
-	"github.com/seed-kubelet/kubelet/internal/nodelease"
-	"github.com/seed-kubelet/kubelet/internal/nodestatus"
 	"github.com/seed-kubelet/kubelet/internal/pleg"
 	"github.com/seed-kubelet/kubelet/internal/pod"
 	"github.com/seed-kubelet/kubelet/internal/podinputs"
@@ -71,26 +69,11 @@ func Run(ctx context.Context, o *options.Options) error {
 			}
 		}
 	}
-	nodeName, err := options.NodeName(flags.HostnameOverride)
+	host, err := prepareHost(cfg, flags)
 	if err != nil {
 		return err
 	}
-	if err := checkSwap(derefBool(cfg.FailSwapOn, true), os.ReadFile); err != nil {
-		return err
-	}
-	applyOOMScore(derefInt32(cfg.OOMScoreAdj))
-	applyMaxOpenFiles(cfg.MaxOpenFiles)
-
-	podsDir := filepath.Join(flags.RootDirectory, "pods")
-	for _, dir := range []string{flags.RootDirectory, podsDir, cfg.PodLogsDir} {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return fmt.Errorf("create directory %s: %w", dir, err)
-		}
-	}
-	hostIPs, err := nodeIPs(flags.NodeIP, nodeName)
-	if err != nil {
-		return err
-	}
+	nodeName, hostIPs, podsDir := host.nodeName, host.ips, host.podsDir
 
 	client, err := cri.Dial(cri.Config{
 		RuntimeEndpoint: cfg.ContainerRuntimeEndpoint, ImageEndpoint: cfg.ImageServiceEndpoint,
@@ -153,30 +136,11 @@ func Run(ctx context.Context, o *options.Options) error {
 	}
 	syncer := podsync.New(syncCfg)
 
-	podCfg := config.NewPodConfig(config.MuxConfig{Context: ctx, Clock: clk})
-	sources := sets.New[string]()
-	if cfg.StaticPodPath != "" {
-		sources.Insert(config.FileSource)
-		go config.RunFileSource(ctx, config.FileSourceConfig{
-			Path: cfg.StaticPodPath, NodeName: nodeName, Period: cfg.FileCheckFrequency.Duration,
-			Clock: clk, Out: podCfg.Channel(config.FileSource),
-		})
-	}
-	if cfg.StaticPodURL != "" {
-		sources.Insert(config.HTTPSource)
-		go config.RunURLSource(ctx, config.URLSourceConfig{
-			URL: cfg.StaticPodURL, Header: cfg.StaticPodURLHeader, NodeName: nodeName,
-			Period: cfg.HTTPCheckFrequency.Duration, Client: &http.Client{Timeout: 10 * time.Second},
-			Clock: clk, Out: podCfg.Channel(config.HTTPSource),
-		})
-	}
+	var apiClient kubernetes.Interface
 	if cl != nil {
-		sources.Insert(config.ApiserverSource)
-		go config.RunAPISource(ctx, config.APISourceConfig{Client: cl.main, NodeName: nodeName, Out: podCfg.Channel(config.ApiserverSource)})
+		apiClient = cl.main
 	}
-	if sources.Len() == 0 {
-		klog.InfoS("No pod sources configured (staticPodPath, staticPodURL or --kubeconfig); the kubelet will run no pods")
-	}
+	podCfg, sources := startSources(ctx, cfg, nodeName, apiClient, clk)
 	sourcesReady := func() bool { return podCfg.SeenAllSources(sources) }
 
 	if cfg.RunOnce {
@@ -200,82 +164,15 @@ func Run(ctx context.Context, o *options.Options) error {
 		{Name: "pleg", Check: func() error { _, err := p.Healthy(); return err }},
 		{Name: "runtime", Check: runtimeHealth.err},
 	}
-	if cfg.HealthzPort != nil && *cfg.HealthzPort > 0 {
-		addr := net.JoinHostPort(cfg.HealthzBindAddress, strconv.Itoa(int(*cfg.HealthzPort)))
-		if err := server.Serve(ctx, "healthz", addr, server.HealthzMux(checks)); err != nil {
-			return err
-		}
-	}
-	statsProvider := stats.New(stats.Config{
-		Runtime: client.Runtime, Images: client.Image, Pods: podMgr, NodeName: nodeName,
-		RootDir: flags.RootDirectory, PodLogsDir: cfg.PodLogsDir, Clock: clk,
-	})
-	logsCfg := logs.Config{Pods: podMgr, Runtime: client.Runtime, Statuses: statusMgr, Clock: clk}
-	resourceRegistry := prometheus.NewRegistry()
-	resourceRegistry.MustRegister(statsProvider.ResourceMetricsCollector())
-	apiCfg := server.APIConfig{
-		Pods: podMgr, Statuses: statusMgr, Checks: checks, Config: cfg,
-		RunningPods:   func(ctx context.Context) ([]v1.Pod, error) { return runningPods(ctx, runtimeMgr) },
-		Metrics:       promhttp.HandlerFor(metrics.NewRegistry(pleg.Collectors()...), promhttp.HandlerOpts{}),
-		Summary:       statsProvider.SummaryHandler(),
-		ContainerLogs: logs.ContainerLogsHandler(logsCfg),
-		NodeLogs:      logs.NodeLogsHandler(logsCfg),
-		Streaming: streaming.Handler(streaming.Config{
-			Pods: podMgr, Runtime: client.Runtime, StreamIdleTimeout: cfg.StreamingConnectionIdleTimeout.Duration,
-		}),
-		ResourceMetrics: promhttp.HandlerFor(resourceRegistry, promhttp.HandlerOpts{}),
-		ProbeMetrics:    promhttp.HandlerFor(prometheus.NewRegistry(), promhttp.HandlerOpts{}),
-		EnableDebugging: derefBool(cfg.EnableDebuggingHandlers, true),
-		EnableProfiling: derefBool(cfg.EnableProfilingHandler, true),
-	}
-	if cfg.ReadOnlyPort > 0 {
-		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.ReadOnlyPort)))
-		if err := server.Serve(ctx, "read-only", addr, server.ReadOnlyMux(apiCfg)); err != nil {
-			return err
-		}
-	}
-	if derefBool(cfg.EnableServer, true) && cfg.Port > 0 {
-		var api kubernetes.Interface
-		if cl != nil {
-			api = cl.main
-		}
-		filter, err := auth.New(auth.Config{Authentication: cfg.Authentication, Authorization: cfg.Authorization, Client: api, NodeName: nodeName, Clock: clk})
-		if err != nil {
-			return fmt.Errorf("kubelet API on port %d: %w (in standalone mode set authentication.webhook.enabled=false and authorization.mode=AlwaysAllow, or enableServer=false)", cfg.Port, err)
-		}
-		tlsCfg, err := server.TLSConfig(server.TLSOptions{
-			CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, CertDir: flags.CertDirectory,
-			Hostname: nodeName, IPs: hostIPs, MinVersion: cfg.TLSMinVersion, CipherSuites: cfg.TLSCipherSuites,
-			ClientCAs: filter.ClientCAs(),
-		})
-		if err != nil {
-			return err
-		}
-		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.Port)))
-		if err := server.ServeTLS(ctx, "kubelet API", addr, filter.Wrap(server.APIMux(apiCfg)), tlsCfg); err != nil {
-			return err
-		}
+	if err := startServers(ctx, serverDeps{
+		cfg: cfg, flags: flags, nodeName: nodeName, hostIPs: hostIPs, clock: clk, checks: checks,
+		client: client, pods: podMgr, statuses: statusMgr, runtime: runtimeMgr, api: apiClient,
+	}); err != nil {
+		return err
 	}
 
 	dcfg := syncloop.DispatcherConfig{
 		Pods: podMgr, Workers: workers, Runtime: runtimeMgr, SourcesReady: sourcesReady,
-	}
-	if cl != nil {
-		targets := &statusTargets{pods: podMgr}
-		go statusMgr.RunAPISync(ctx, status.APISyncConfig{
-			Client: cl.main, Clock: clk, ResyncPeriod: 10 * time.Second, Target: targets.target,
-			Terminated: func(uid types.UID) bool {
-				s, ok := workers.States()[uid]
-				return ok && s.State == podworkers.Terminated
-			},
-		})
-		dcfg.Mirrors = mirrors
-		dcfg.StatusChanged = statusMgr.Kick
-		dcfg.Reject = func(p *v1.Pod, reason, message string) {
-			targets.reject(p)
-			statusMgr.Set(p, rejectedStatus(reason, message, clk.Now()))
-			recorder.Eventf(p, v1.EventTypeWarning, reason, "%s", message)
-		}
 	}
 	ni, err := newNodeInputs(cfg, flags, nodeName, hostIPs, version.RuntimeName+"://"+version.RuntimeVersion,
 		client.Runtime, client.Image, func() error { _, err := p.Healthy(); return err })
@@ -285,33 +182,10 @@ func Run(ctx context.Context, o *options.Options) error {
 	node.set(ni.localNode(clk.Now()))
 	dcfg.Admit = admitter(node.get)
 	if cl != nil {
-		nc := nodestatus.New(nodestatus.Config{
-			Client: cl.heartbeat, NodeName: nodeName, Clock: clk, Inputs: ni.Inputs,
-			UpdateFrequency: cfg.NodeStatusUpdateFrequency.Duration, ReportFrequency: cfg.NodeStatusReportFrequency.Duration,
-			RegisterNode: derefBool(cfg.RegisterNode, true), Recorder: recorder,
-			OnRegistered: func(n *v1.Node) {
-				node.set(n)
-				// Static pods waited for the Node's UID to write mirror pods.
-				for _, sp := range podMgr.List() {
-					if pod.IsStatic(sp) {
-						workers.Sync(sp.UID)
-					}
-				}
-			},
-		})
-		go nc.Run(ctx)
-		recorder.Eventf(nodestatus.NodeRef(nodeName), v1.EventTypeNormal, events.StartingKubelet, "Starting kubelet.")
-		// Admission follows the Node the API server has (labels, taints).
-		dcfg.Admit = admitter(func() *v1.Node {
-			if n, ok := nc.Node(); ok {
-				return n
-			}
-			return node.get()
-		})
-		go nodelease.New(nodelease.Config{
-			Client: cl.heartbeat, NodeName: nodeName, Clock: clk,
-			LeaseDurationSeconds: cfg.NodeLeaseDurationSeconds, NodeUID: nc.NodeUID,
-		}).Run(ctx)
+		startCluster(ctx, clusterDeps{
+			cfg: cfg, nodeName: nodeName, clock: clk, clients: cl, recorder: recorder, inputs: ni, node: node,
+			pods: podMgr, statuses: statusMgr, workers: workers, mirrors: mirrors,
+		}, &dcfg)
 	}
 	dispatcher := syncloop.NewDispatcher(dcfg)
 	syncTicker := clk.NewTicker(time.Second)
@@ -332,6 +206,140 @@ func Run(ctx context.Context, o *options.Options) error {
 		return cause
 	}
 	return nil
+}
+
+// hostInfo is what start-up learns about the machine.
+type hostInfo struct {
+	nodeName string
+	ips      []string
+	podsDir  string
+}
+
+// prepareHost checks and prepares the machine: node name, swap, the
+// kubelet's own OOM score and rlimits, its directories and addresses.
+func prepareHost(cfg *kubeletconfig.KubeletConfiguration, flags options.KubeletFlags) (hostInfo, error) {
+	var h hostInfo
+	var err error
+	if h.nodeName, err = options.NodeName(flags.HostnameOverride); err != nil {
+		return h, err
+	}
+	if err := checkSwap(derefBool(cfg.FailSwapOn, true), os.ReadFile); err != nil {
+		return h, err
+	}
+	applyOOMScore(derefInt32(cfg.OOMScoreAdj))
+	applyMaxOpenFiles(cfg.MaxOpenFiles)
+	h.podsDir = filepath.Join(flags.RootDirectory, "pods")
+	for _, dir := range []string{flags.RootDirectory, h.podsDir, cfg.PodLogsDir} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return h, fmt.Errorf("create directory %s: %w", dir, err)
+		}
+	}
+	h.ips, err = nodeIPs(flags.NodeIP, h.nodeName)
+	return h, err
+}
+
+// startSources starts every configured pod source feeding one mux and
+// returns it with the names of the sources to wait for.
+func startSources(ctx context.Context, cfg *kubeletconfig.KubeletConfiguration, nodeName string, api kubernetes.Interface, clk clock.Clock) (*config.PodConfig, sets.Set[string]) {
+	podCfg := config.NewPodConfig(config.MuxConfig{Context: ctx, Clock: clk})
+	sources := sets.New[string]()
+	if cfg.StaticPodPath != "" {
+		sources.Insert(config.FileSource)
+		go config.RunFileSource(ctx, config.FileSourceConfig{
+			Path: cfg.StaticPodPath, NodeName: nodeName, Period: cfg.FileCheckFrequency.Duration,
+			Clock: clk, Out: podCfg.Channel(config.FileSource),
+		})
+	}
+	if cfg.StaticPodURL != "" {
+		sources.Insert(config.HTTPSource)
+		go config.RunURLSource(ctx, config.URLSourceConfig{
+			URL: cfg.StaticPodURL, Header: cfg.StaticPodURLHeader, NodeName: nodeName,
+			Period: cfg.HTTPCheckFrequency.Duration, Client: &http.Client{Timeout: 10 * time.Second},
+			Clock: clk, Out: podCfg.Channel(config.HTTPSource),
+		})
+	}
+	if api != nil {
+		sources.Insert(config.ApiserverSource)
+		go config.RunAPISource(ctx, config.APISourceConfig{Client: api, NodeName: nodeName, Out: podCfg.Channel(config.ApiserverSource)})
+	}
+	if sources.Len() == 0 {
+		klog.InfoS("No pod sources configured (staticPodPath, staticPodURL or --kubeconfig); the kubelet will run no pods")
+	}
+	return podCfg, sources
+}
+
+// serverDeps is what the HTTP endpoints read.
+type serverDeps struct {
+	cfg      *kubeletconfig.KubeletConfiguration
+	flags    options.KubeletFlags
+	nodeName string
+	hostIPs  []string
+	clock    clock.Clock
+	checks   []server.HealthCheck
+	client   *cri.Client
+	pods     *pod.Manager
+	statuses *status.Manager
+	runtime  *kuberuntime.Manager
+	// api is the API server client (nil in standalone mode) for webhook
+	// authentication and authorization.
+	api kubernetes.Interface
+}
+
+// startServers starts the healthz port, the read-only port and the
+// authenticated kubelet API, as configured.
+func startServers(ctx context.Context, d serverDeps) error {
+	cfg := d.cfg
+	if cfg.HealthzPort != nil && *cfg.HealthzPort > 0 {
+		addr := net.JoinHostPort(cfg.HealthzBindAddress, strconv.Itoa(int(*cfg.HealthzPort)))
+		if err := server.Serve(ctx, "healthz", addr, server.HealthzMux(d.checks)); err != nil {
+			return err
+		}
+	}
+	statsProvider := stats.New(stats.Config{
+		Runtime: d.client.Runtime, Images: d.client.Image, Pods: d.pods, NodeName: d.nodeName,
+		RootDir: d.flags.RootDirectory, PodLogsDir: cfg.PodLogsDir, Clock: d.clock,
+	})
+	logsCfg := logs.Config{Pods: d.pods, Runtime: d.client.Runtime, Statuses: d.statuses, Clock: d.clock}
+	resourceRegistry := prometheus.NewRegistry()
+	resourceRegistry.MustRegister(statsProvider.ResourceMetricsCollector())
+	apiCfg := server.APIConfig{
+		Pods: d.pods, Statuses: d.statuses, Checks: d.checks, Config: cfg,
+		RunningPods:   func(ctx context.Context) ([]v1.Pod, error) { return runningPods(ctx, d.runtime) },
+		Metrics:       promhttp.HandlerFor(metrics.NewRegistry(pleg.Collectors()...), promhttp.HandlerOpts{}),
+		Summary:       statsProvider.SummaryHandler(),
+		ContainerLogs: logs.ContainerLogsHandler(logsCfg),
+		NodeLogs:      logs.NodeLogsHandler(logsCfg),
+		Streaming: streaming.Handler(streaming.Config{
+			Pods: d.pods, Runtime: d.client.Runtime, StreamIdleTimeout: cfg.StreamingConnectionIdleTimeout.Duration,
+		}),
+		ResourceMetrics: promhttp.HandlerFor(resourceRegistry, promhttp.HandlerOpts{}),
+		ProbeMetrics:    promhttp.HandlerFor(prometheus.NewRegistry(), promhttp.HandlerOpts{}),
+		EnableDebugging: derefBool(cfg.EnableDebuggingHandlers, true),
+		EnableProfiling: derefBool(cfg.EnableProfilingHandler, true),
+	}
+	if cfg.ReadOnlyPort > 0 {
+		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.ReadOnlyPort)))
+		if err := server.Serve(ctx, "read-only", addr, server.ReadOnlyMux(apiCfg)); err != nil {
+			return err
+		}
+	}
+	if !derefBool(cfg.EnableServer, true) || cfg.Port <= 0 {
+		return nil
+	}
+	filter, err := auth.New(auth.Config{Authentication: cfg.Authentication, Authorization: cfg.Authorization, Client: d.api, NodeName: d.nodeName, Clock: d.clock})
+	if err != nil {
+		return fmt.Errorf("kubelet API on port %d: %w (in standalone mode set authentication.webhook.enabled=false and authorization.mode=AlwaysAllow, or enableServer=false)", cfg.Port, err)
+	}
+	tlsCfg, err := server.TLSConfig(server.TLSOptions{
+		CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, CertDir: d.flags.CertDirectory,
+		Hostname: d.nodeName, IPs: d.hostIPs, MinVersion: cfg.TLSMinVersion, CipherSuites: cfg.TLSCipherSuites,
+		ClientCAs: filter.ClientCAs(),
+	})
+	if err != nil {
+		return err
+	}
+	addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.Port)))
+	return server.ServeTLS(ctx, "kubelet API", addr, filter.Wrap(server.APIMux(apiCfg)), tlsCfg)
 }
 
 // waitForRuntime retries Version with back-off until the runtime answers.

@@ -162,9 +162,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus) SyncR
 
 	for _, i := range actions.InitContainersToStart {
 		c := &pod.Spec.InitContainers[i]
-		if !m.startContainer(ctx, &res, pod, st, c, sandboxID, sandboxConfig, podIPs) && !isRestartableInit(c) {
-			return res
-		}
+		m.startContainer(ctx, &res, pod, st, c, sandboxID, sandboxConfig, podIPs)
 		if !isRestartableInit(c) {
 			// Regular init containers run one at a time: the next sync
 			// (woken by its exit) starts the one after.
