@@ -44,6 +44,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/stats"
 	"github.com/seed-kubelet/kubelet/internal/status"
 	"github.com/seed-kubelet/kubelet/internal/syncloop"
+	"github.com/seed-kubelet/kubelet/internal/volume"
 )
 
 // ErrLockContention is returned when another process opened the lock file.
@@ -123,13 +124,19 @@ func Run(ctx context.Context, o *options.Options) error {
 		spec.EnvSource = inputs
 		creds = inputs.Credentials
 	}
+	volCfg := volume.Config{PodsDir: podsDir, NodeName: nodeName}
+	if inputs != nil {
+		volCfg.Sources = inputs
+	}
+	volumes := volume.New(volCfg)
 	runtimeMgr := kuberuntime.NewManager(kuberuntime.Config{
 		Runtime: client.Runtime, Images: puller, Clock: clk, Recorder: recorder, Spec: spec, Credentials: creds,
 		PodsDir: podsDir, ContainerLogsDir: "/var/log/containers", HostIPs: hostIPs,
+		Mounts: volumes.Mounts, TearDownVolumes: volumes.TearDown,
 	})
 	syncCfg := podsync.Config{
 		Runtime: runtimeMgr, Status: statusMgr, Clock: clk, HostIPs: hostIPs,
-		RuntimeName: version.RuntimeName, MaxDeadPerContainer: 1,
+		RuntimeName: version.RuntimeName, MaxDeadPerContainer: 1, Volumes: volumes,
 	}
 	if mirrors != nil {
 		syncCfg.Mirrors = mirrors

@@ -115,6 +115,11 @@ func (m *Manager) RemovePod(ctx context.Context, st *PodStatus) error {
 		}
 	}
 	if st.UID != "" {
+		if m.cfg.TearDownVolumes != nil {
+			if err := m.cfg.TearDownVolumes(string(st.UID)); err != nil {
+				return fmt.Errorf("tear down volumes of pod %s/%s: %w", st.Namespace, st.Name, err)
+			}
+		}
 		os.RemoveAll(m.PodDir(st.UID))
 		os.RemoveAll(criconfig.PodLogDir(m.cfg.Spec.PodLogsDir, st.Namespace, st.Name, st.UID))
 	}

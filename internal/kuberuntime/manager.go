@@ -49,6 +49,9 @@ type Config struct {
 	ContainerLogsDir string
 	// Mounts computes extra mounts for a container (volumes); may be nil.
 	Mounts func(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error)
+	// TearDownVolumes unmounts what Mounts mounted for a pod (tmpfs
+	// emptyDirs) before its directory is removed; may be nil.
+	TearDownVolumes func(uid string) error
 	// Credentials supplies registry credentials; may be nil.
 	Credentials PullCredentials
 	// HostIPs are the node addresses for status.hostIP(s) env vars.

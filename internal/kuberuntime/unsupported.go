@@ -12,7 +12,19 @@ import (
 func UnsupportedFeatures(pod *v1.Pod) []string {
 	var out []string
 	for i := range pod.Spec.Volumes {
-		out = append(out, fmt.Sprintf("volume %q", pod.Spec.Volumes[i].Name))
+		vol := &pod.Spec.Volumes[i]
+		switch {
+		case vol.EmptyDir != nil, vol.HostPath != nil, vol.ConfigMap != nil, vol.Secret != nil, vol.DownwardAPI != nil:
+		case vol.Projected != nil:
+			for _, src := range vol.Projected.Sources {
+				if src.ServiceAccountToken != nil || src.ClusterTrustBundle != nil || src.PodCertificate != nil {
+					out = append(out, fmt.Sprintf("volume %q token/trust-bundle/certificate projections", vol.Name))
+					break
+				}
+			}
+		default:
+			out = append(out, fmt.Sprintf("volume %q (type)", vol.Name))
+		}
 	}
 	check := func(kind string, cs []v1.Container) {
 		for i := range cs {

@@ -13,7 +13,13 @@ func TestUnsupportedFeatures(t *testing.T) {
 	probed.Spec.Containers[0].ReadinessProbe = &v1.Probe{}
 	probed.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{}}
 	withVolume := testPod(v1.RestartPolicyAlways, "a")
-	withVolume.Spec.Volumes = []v1.Volume{{Name: "kube-api-access"}}
+	withVolume.Spec.Volumes = []v1.Volume{
+		{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+		{Name: "kube-api-access", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
+		}}}},
+		{Name: "claim", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}},
+	}
 	cases := []struct {
 		name string
 		pod  *v1.Pod
@@ -21,7 +27,7 @@ func TestUnsupportedFeatures(t *testing.T) {
 	}{
 		{name: "plain pod", pod: plain},
 		{name: "probe and hook", pod: probed, want: []string{`container "a" readinessProbe`, `container "a" lifecycle hooks`}},
-		{name: "volume", pod: withVolume, want: []string{`volume "kube-api-access"`}},
+		{name: "volumes we do not handle", pod: withVolume, want: []string{`volume "kube-api-access" token/trust-bundle/certificate projections`, `volume "claim" (type)`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

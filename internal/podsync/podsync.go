@@ -43,6 +43,14 @@ type Config struct {
 	// Mirrors keeps static pods' mirror pods in the API server; nil in
 	// standalone mode.
 	Mirrors MirrorEnsurer
+	// Volumes rewrites configMap/secret/downwardAPI contents of running
+	// pods at each sync so updates reach them; may be nil.
+	Volumes VolumeRefresher
+}
+
+// VolumeRefresher rewrites a pod's projected volume contents.
+type VolumeRefresher interface {
+	Refresh(ctx context.Context, pod *v1.Pod) error
 }
 
 // MirrorEnsurer creates or replaces a static pod's mirror pod.
@@ -142,6 +150,11 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 		if err := s.cfg.Mirrors.Ensure(ctx, pod); err != nil {
 			klog.V(2).InfoS("Cannot write the mirror pod yet, will retry", "pod", klog.KObj(pod), "err", err)
 			mirrorFailed = true
+		}
+	}
+	if s.cfg.Volumes != nil && st.Running() {
+		if err := s.cfg.Volumes.Refresh(ctx, pod); err != nil {
+			klog.V(2).InfoS("Cannot refresh the pod's volumes", "pod", klog.KObj(pod), "err", err)
 		}
 	}
 	s.cfg.Runtime.PruneContainers(ctx, st, s.cfg.MaxDeadPerContainer)

@@ -1,0 +1,188 @@
+package volume
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+const defaultFileMode int32 = 0o644
+
+func modeOr(m *int32, def int32) int32 {
+	if m != nil {
+		return *m
+	}
+	return def
+}
+
+// keyedPayload maps a source's keys to files: every key when items is empty,
+// otherwise only the listed keys (a missing key is an error unless optional).
+func keyedPayload(data map[string][]byte, items []v1.KeyToPath, defaultMode int32, optional bool, missingKey string) (map[string]FileProjection, error) {
+	out := map[string]FileProjection{}
+	if len(items) == 0 {
+		for k, b := range data {
+			out[k] = FileProjection{Data: b, Mode: defaultMode}
+		}
+		return out, nil
+	}
+	for _, it := range items {
+		b, ok := data[it.Key]
+		if !ok {
+			if optional {
+				continue
+			}
+			return nil, fmt.Errorf("%s: %v", missingKey, it.Key)
+		}
+		out[it.Path] = FileProjection{Data: b, Mode: modeOr(it.Mode, defaultMode)}
+	}
+	return out, nil
+}
+
+// ConfigMapPayload builds the files of a configMap volume (or projection).
+// A nil cm means the config map does not exist and the source is optional.
+func ConfigMapPayload(cm *v1.ConfigMap, items []v1.KeyToPath, defaultMode int32, optional bool) (map[string]FileProjection, error) {
+	if cm == nil {
+		return map[string]FileProjection{}, nil
+	}
+	data := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
+	for k, s := range cm.Data {
+		data[k] = []byte(s)
+	}
+	for k, b := range cm.BinaryData {
+		data[k] = b
+	}
+	return keyedPayload(data, items, defaultMode, optional, "configmap references non-existent config key")
+}
+
+// SecretPayload builds the files of a secret volume (or projection).
+// A nil s means the secret does not exist and the source is optional.
+func SecretPayload(s *v1.Secret, items []v1.KeyToPath, defaultMode int32, optional bool) (map[string]FileProjection, error) {
+	if s == nil {
+		return map[string]FileProjection{}, nil
+	}
+	data := make(map[string][]byte, len(s.Data)+len(s.StringData))
+	for k, b := range s.Data {
+		data[k] = b
+	}
+	for k, v := range s.StringData {
+		if _, ok := data[k]; !ok {
+			data[k] = []byte(v)
+		}
+	}
+	return keyedPayload(data, items, defaultMode, optional, "references non-existent secret key")
+}
+
+// DownwardAPIPayload builds the files of a downwardAPI volume (or projection).
+func DownwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, defaultMode int32) (map[string]FileProjection, error) {
+	out := map[string]FileProjection{}
+	for _, it := range items {
+		var (
+			val string
+			err error
+		)
+		switch {
+		case it.FieldRef != nil:
+			val, err = podFieldValue(pod, it.FieldRef.FieldPath)
+		case it.ResourceFieldRef != nil:
+			val, err = containerResourceValue(pod, it.ResourceFieldRef)
+		default:
+			err = fmt.Errorf("downwardAPI item %q has neither fieldRef nor resourceFieldRef", it.Path)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("downwardAPI item %q: %w", it.Path, err)
+		}
+		out[it.Path] = FileProjection{Data: []byte(val), Mode: modeOr(it.Mode, defaultMode)}
+	}
+	return out, nil
+}
+
+// formatMap renders labels or annotations one key="value" per line, sorted.
+func formatMap(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	lines := make([]string, 0, len(keys))
+	for _, k := range keys {
+		lines = append(lines, fmt.Sprintf("%s=%q", k, m[k]))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func podFieldValue(pod *v1.Pod, path string) (string, error) {
+	if key, ok := subscript(path, "metadata.labels"); ok {
+		return pod.Labels[key], nil
+	}
+	if key, ok := subscript(path, "metadata.annotations"); ok {
+		return pod.Annotations[key], nil
+	}
+	switch path {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "metadata.labels":
+		return formatMap(pod.Labels), nil
+	case "metadata.annotations":
+		return formatMap(pod.Annotations), nil
+	}
+	return "", fmt.Errorf("unsupported fieldPath: %s", path)
+}
+
+// subscript parses "prefix['key']".
+func subscript(path, prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, prefix+"['")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, "']")
+}
+
+func containerResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error) {
+	var ctr *v1.Container
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == ref.ContainerName {
+			ctr = &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == ref.ContainerName {
+			ctr = &pod.Spec.InitContainers[i]
+		}
+	}
+	if ctr == nil {
+		return "", fmt.Errorf("container %q not found in pod", ref.ContainerName)
+	}
+	divisor := ref.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	var q resource.Quantity
+	switch ref.Resource {
+	case "limits.cpu":
+		q = ctr.Resources.Limits[v1.ResourceCPU]
+	case "limits.memory":
+		q = ctr.Resources.Limits[v1.ResourceMemory]
+	case "limits.ephemeral-storage":
+		q = ctr.Resources.Limits[v1.ResourceEphemeralStorage]
+	case "requests.cpu":
+		q = ctr.Resources.Requests[v1.ResourceCPU]
+	case "requests.memory":
+		q = ctr.Resources.Requests[v1.ResourceMemory]
+	case "requests.ephemeral-storage":
+		q = ctr.Resources.Requests[v1.ResourceEphemeralStorage]
+	default:
+		return "", fmt.Errorf("unsupported container resource: %v", ref.Resource)
+	}
+	if strings.HasSuffix(ref.Resource, ".cpu") {
+		return fmt.Sprint(int64(math.Ceil(float64(q.MilliValue()) / float64(divisor.MilliValue())))), nil
+	}
+	return fmt.Sprint(int64(math.Ceil(float64(q.Value()) / float64(divisor.Value())))), nil
+}
