@@ -37,6 +37,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/podinputs"
 	"github.com/seed-kubelet/kubelet/internal/podsync"
 	"github.com/seed-kubelet/kubelet/internal/podworkers"
+	"github.com/seed-kubelet/kubelet/internal/prober"
 	"github.com/seed-kubelet/kubelet/internal/server"
 	"github.com/seed-kubelet/kubelet/internal/server/auth"
 	"github.com/seed-kubelet/kubelet/internal/server/logs"
@@ -134,9 +135,19 @@ func Run(ctx context.Context, o *options.Options) error {
 		PodsDir: podsDir, ContainerLogsDir: "/var/log/containers", HostIPs: hostIPs,
 		Mounts: volumes.Mounts, TearDownVolumes: volumes.TearDown,
 	})
+	// The prober wakes the pod's worker whenever a probe result changes.
+	var workers *podworkers.PodWorkers
+	probes := prober.New(prober.Config{
+		Runtime: client.Runtime, Clock: clk, Recorder: recorder,
+		OnUpdate: func(u prober.Update) {
+			if workers != nil {
+				workers.Sync(u.PodUID)
+			}
+		},
+	})
 	syncCfg := podsync.Config{
 		Runtime: runtimeMgr, Status: statusMgr, Clock: clk, HostIPs: hostIPs,
-		RuntimeName: version.RuntimeName, MaxDeadPerContainer: 1, Volumes: volumes,
+		RuntimeName: version.RuntimeName, MaxDeadPerContainer: 1, Volumes: volumes, Probes: probes,
 	}
 	if mirrors != nil {
 		syncCfg.Mirrors = mirrors
@@ -154,7 +165,7 @@ func Run(ctx context.Context, o *options.Options) error {
 		return runOnce(ctx, runOnceConfig{Updates: podCfg.Updates(), SourcesReady: sourcesReady, Syncer: syncer, Runtime: runtimeMgr, Status: statusMgr, Clock: clk, Out: os.Stdout})
 	}
 
-	workers := podworkers.New(ctx, podworkers.Config{
+	workers = podworkers.New(ctx, podworkers.Config{
 		Syncer: syncer, Clock: clk, ResyncInterval: cfg.SyncFrequency.Duration, BackOffPeriod: 10 * time.Second,
 		OnTerminated: func(p *v1.Pod) { statusMgr.Kick(p.UID) },
 	})

@@ -15,6 +15,16 @@ type ContainerToKill struct {
 	Container *v1.Container
 	// Message is recorded in the Killing event.
 	Message string
+	// GracePeriod overrides the pod's (a probe's terminationGracePeriodSeconds).
+	GracePeriod *int64
+}
+
+// Unhealthy is a running container whose liveness or startup probe failed.
+type Unhealthy struct {
+	// ContainerID is the instance the probe failed for.
+	ContainerID string
+	Message     string
+	GracePeriod *int64
 }
 
 // PodActions is what must happen to a pod to bring the runtime in line
@@ -148,8 +158,10 @@ func initProgress(pod *v1.Pod, st *PodStatus) (start []int, failed, done bool) {
 	return start, false, true
 }
 
-// ComputePodActions decides what to do for pod given what runs. It is pure.
-func ComputePodActions(pod *v1.Pod, st *PodStatus) PodActions {
+// ComputePodActions decides what to do for pod given what runs and which
+// running containers failed their liveness or startup probe (by name). It
+// is pure.
+func ComputePodActions(pod *v1.Pod, st *PodStatus, unhealthy map[string]Unhealthy) PodActions {
 	if st == nil {
 		st = &PodStatus{}
 	}
@@ -213,6 +225,14 @@ func ComputePodActions(pod *v1.Pod, st *PodStatus) PodActions {
 					Message: fmt.Sprintf("Container %s is in an unknown state, it will be killed and re-created.", c.Name)})
 			}
 			if ShouldRestart(pod, c, s) {
+				a.ContainersToStart = append(a.ContainersToStart, i)
+			}
+			continue
+		}
+		if u, ok := unhealthy[c.Name]; ok && u.ContainerID == s.ID {
+			a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: s.ID, Name: c.Name, Container: c,
+				Message: u.Message, GracePeriod: u.GracePeriod})
+			if ShouldRestart(pod, c, &ContainerStatus{State: StateExited, ExitCode: 1}) {
 				a.ContainersToStart = append(a.ContainersToStart, i)
 			}
 			continue

@@ -75,12 +75,37 @@ func TestComputePodActions(t *testing.T) {
 	hostNet := testPod(v1.RestartPolicyAlways, "a")
 	hostNet.Spec.HostNetwork = true
 
+	livePod := testPod(v1.RestartPolicyAlways, "a")
+	liveRunning := ctr(livePod, "a", StateRunning, 0, 0)
+	neverLive := testPod(v1.RestartPolicyNever, "a")
+	neverRunning := ctr(neverLive, "a", StateRunning, 0, 0)
+	five := int64(5)
 	cases := []struct {
-		name string
-		pod  *v1.Pod
-		st   *PodStatus
-		want PodActions
+		name      string
+		pod       *v1.Pod
+		st        *PodStatus
+		unhealthy map[string]Unhealthy
+		want      PodActions
 	}{
+		{
+			name: "failed liveness probe kills and restarts the container",
+			pod:  livePod, st: status([]SandboxStatus{readySandbox()}, liveRunning),
+			unhealthy: map[string]Unhealthy{"a": {ContainerID: liveRunning.ID, Message: "Container a failed liveness probe, will be restarted", GracePeriod: &five}},
+			want: PodActions{SandboxID: "sb1", ContainersToStart: []int{0},
+				ContainersToKill: []ContainerToKill{{ID: liveRunning.ID, Name: "a", Message: "Container a failed liveness probe, will be restarted", GracePeriod: &five}}},
+		},
+		{
+			name: "a liveness failure of an older instance is ignored",
+			pod:  livePod, st: status([]SandboxStatus{readySandbox()}, liveRunning),
+			unhealthy: map[string]Unhealthy{"a": {ContainerID: "old", Message: "x"}},
+			want:      PodActions{SandboxID: "sb1"},
+		},
+		{
+			name: "failed liveness under Never kills without restart",
+			pod:  neverLive, st: status([]SandboxStatus{readySandbox()}, neverRunning),
+			unhealthy: map[string]Unhealthy{"a": {ContainerID: neverRunning.ID, Message: "m"}},
+			want:      PodActions{SandboxID: "sb1", KillPod: true},
+		},
 		{
 			name: "new pod creates a sandbox and starts every container",
 			pod:  always, st: status(nil),
@@ -185,7 +210,7 @@ func TestComputePodActions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ComputePodActions(tc.pod, tc.st)
+			got := ComputePodActions(tc.pod, tc.st, tc.unhealthy)
 			for i := range got.ContainersToKill {
 				if tc.want.ContainersToKill[i].Container == nil {
 					got.ContainersToKill[i].Container = nil

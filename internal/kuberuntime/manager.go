@@ -112,10 +112,11 @@ func (r *SyncResult) requeue(d time.Duration) {
 	}
 }
 
-// SyncPod brings the runtime in line with pod, given st from GetPodStatus.
-func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus) SyncResult {
+// SyncPod brings the runtime in line with pod, given st from GetPodStatus
+// and the running containers whose liveness or startup probe failed.
+func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, unhealthy map[string]Unhealthy) SyncResult {
 	var res SyncResult
-	actions := ComputePodActions(pod, st)
+	actions := ComputePodActions(pod, st, unhealthy)
 	klog.V(4).InfoS("Computed pod actions", "pod", klog.KObj(pod), "actions", actions)
 	if actions.Empty() {
 		return res
@@ -134,7 +135,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus) SyncR
 		}
 	}
 	for _, k := range actions.ContainersToKill {
-		if err := m.killContainer(ctx, pod, k.ID, k.Name, k.Message, nil); err != nil {
+		if err := m.killContainer(ctx, pod, k.ID, k.Name, k.Message, k.GracePeriod); err != nil {
 			res.Err = err
 			return res
 		}

@@ -29,15 +29,6 @@ func UnsupportedFeatures(pod *v1.Pod) []string {
 	check := func(kind string, cs []v1.Container) {
 		for i := range cs {
 			c := &cs[i]
-			if c.LivenessProbe != nil {
-				out = append(out, fmt.Sprintf("%s %q livenessProbe", kind, c.Name))
-			}
-			if c.ReadinessProbe != nil {
-				out = append(out, fmt.Sprintf("%s %q readinessProbe", kind, c.Name))
-			}
-			if c.StartupProbe != nil {
-				out = append(out, fmt.Sprintf("%s %q startupProbe", kind, c.Name))
-			}
 			if c.Lifecycle != nil && (c.Lifecycle.PostStart != nil || c.Lifecycle.PreStop != nil) {
 				out = append(out, fmt.Sprintf("%s %q lifecycle hooks", kind, c.Name))
 			}

@@ -30,7 +30,10 @@ type Input struct {
 	// Ready reports readiness of a running container (probes); nil means
 	// a running container is ready.
 	Ready func(name string) bool
-	Now   time.Time
+	// Started reports whether a running container passed its startup
+	// probe; nil means a running container has started.
+	Started func(name string) bool
+	Now     time.Time
 }
 
 // Generate computes the pod's status.
@@ -197,7 +200,7 @@ func (in Input) containerStatus(c *v1.Container, podInitializing bool) v1.Contai
 	}
 	switch latest.State {
 	case kuberuntime.StateRunning:
-		started = true
+		started = in.Started == nil || in.Started(c.Name)
 		cs.State = v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(latest.StartedAt)}}
 		cs.Ready = in.Ready == nil || in.Ready(c.Name)
 	case kuberuntime.StateExited:

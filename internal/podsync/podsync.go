@@ -15,13 +15,14 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/metrics"
 	"github.com/seed-kubelet/kubelet/internal/podstatus"
 	"github.com/seed-kubelet/kubelet/internal/podworkers"
+	"github.com/seed-kubelet/kubelet/internal/prober"
 	"github.com/seed-kubelet/kubelet/internal/status"
 )
 
 // Runtime is the part of the runtime manager a sync uses.
 type Runtime interface {
 	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*kuberuntime.PodStatus, error)
-	SyncPod(ctx context.Context, pod *v1.Pod, st *kuberuntime.PodStatus) kuberuntime.SyncResult
+	SyncPod(ctx context.Context, pod *v1.Pod, st *kuberuntime.PodStatus, unhealthy map[string]kuberuntime.Unhealthy) kuberuntime.SyncResult
 	KillPod(ctx context.Context, pod *v1.Pod, st *kuberuntime.PodStatus, gracePeriod *int64) error
 	RemovePod(ctx context.Context, st *kuberuntime.PodStatus) error
 	PruneContainers(ctx context.Context, st *kuberuntime.PodStatus, keep int)
@@ -46,7 +47,24 @@ type Config struct {
 	// Volumes rewrites configMap/secret/downwardAPI contents of running
 	// pods at each sync so updates reach them; may be nil.
 	Volumes VolumeRefresher
+	// Probes runs liveness, readiness and startup probes; may be nil.
+	Probes Probes
 }
+
+// Probes is what a sync needs of the prober: it tells it which container
+// instances run, and reads readiness, startup and liveness back.
+type Probes interface {
+	AddPod(pod *v1.Pod)
+	RemovePod(uid types.UID)
+	ContainerStarted(pod *v1.Pod, containerName, containerID string, startedAt time.Time)
+	ContainerStopped(uid types.UID, containerName string)
+	Result(uid types.UID, container string, t prober.ProbeType) prober.Result
+	Ready(uid types.UID, container string) bool
+	Started(uid types.UID, container string) bool
+	LivenessGracePeriod(uid types.UID, container string) int64
+}
+
+var _ Probes = (*prober.Manager)(nil)
 
 // VolumeRefresher rewrites a pod's projected volume contents.
 type VolumeRefresher interface {
@@ -89,10 +107,15 @@ func (s *Syncer) publishWith(pod *v1.Pod, st *kuberuntime.PodStatus, terminal bo
 		failures[k] = v
 	}
 	s.mu.Unlock()
-	ps := podstatus.Generate(podstatus.Input{
+	in := podstatus.Input{
 		Pod: pod, Runtime: st, Failures: failures, Old: old, HostIPs: s.cfg.HostIPs,
 		RuntimeName: s.cfg.RuntimeName, Now: s.cfg.Clock.Now(), Terminal: terminal,
-	})
+	}
+	if s.cfg.Probes != nil {
+		in.Ready = func(name string) bool { return s.cfg.Probes.Ready(pod.UID, name) }
+		in.Started = func(name string) bool { return s.cfg.Probes.Started(pod.UID, name) }
+	}
+	ps := podstatus.Generate(in)
 	s.cfg.Status.Set(pod, ps)
 	s.observeStart(pod, ps)
 	return ps
@@ -158,11 +181,12 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 		}
 	}
 	s.cfg.Runtime.PruneContainers(ctx, st, s.cfg.MaxDeadPerContainer)
-	res := s.cfg.Runtime.SyncPod(ctx, pod, st)
+	res := s.cfg.Runtime.SyncPod(ctx, pod, st, s.probe(pod, st))
 	s.record(pod.UID, res)
 	if res.Changed || len(res.Failures) > 0 {
 		// Publish what the sync did now rather than at the next relist.
 		if st2, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
+			s.probe(pod, st2)
 			if len(res.Started) > 0 {
 				// A new instance replaced a dead one: keep the dead ones in bound now.
 				s.cfg.Runtime.PruneContainers(ctx, st2, s.cfg.MaxDeadPerContainer)
@@ -180,8 +204,71 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	return out, res.Err
 }
 
+// probe tells the prober which container instances run now and returns
+// the running containers whose liveness or startup probe failed.
+func (s *Syncer) probe(pod *v1.Pod, st *kuberuntime.PodStatus) map[string]kuberuntime.Unhealthy {
+	if s.cfg.Probes == nil {
+		return nil
+	}
+	// Probes without a host go to the pod's IP, which only the runtime knows.
+	withIP := pod
+	ips := st.IPs
+	if pod.Spec.HostNetwork {
+		ips = s.cfg.HostIPs
+	}
+	if len(ips) > 0 && pod.Status.PodIP != ips[0] {
+		withIP = pod.DeepCopy()
+		withIP.Status.PodIP = ips[0]
+		withIP.Status.PodIPs = nil
+		for _, ip := range ips {
+			withIP.Status.PodIPs = append(withIP.Status.PodIPs, v1.PodIP{IP: ip})
+		}
+	}
+	s.cfg.Probes.AddPod(withIP)
+	pod = withIP
+	var unhealthy map[string]kuberuntime.Unhealthy
+	check := func(c *v1.Container) {
+		cs := st.FindContainer(c.Name)
+		if cs == nil {
+			return
+		}
+		if cs.State != kuberuntime.StateRunning {
+			s.cfg.Probes.ContainerStopped(pod.UID, c.Name)
+			return
+		}
+		s.cfg.Probes.ContainerStarted(pod, c.Name, cs.ID, cs.StartedAt)
+		kind := ""
+		switch {
+		case s.cfg.Probes.Result(pod.UID, c.Name, prober.Startup) == prober.Failure:
+			kind = "startup"
+		case s.cfg.Probes.Result(pod.UID, c.Name, prober.Liveness) == prober.Failure:
+			kind = "liveness"
+		default:
+			return
+		}
+		grace := s.cfg.Probes.LivenessGracePeriod(pod.UID, c.Name)
+		if unhealthy == nil {
+			unhealthy = map[string]kuberuntime.Unhealthy{}
+		}
+		unhealthy[c.Name] = kuberuntime.Unhealthy{ContainerID: cs.ID, GracePeriod: &grace,
+			Message: fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, kind)}
+	}
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			check(c)
+		}
+	}
+	for i := range pod.Spec.Containers {
+		check(&pod.Spec.Containers[i])
+	}
+	return unhealthy
+}
+
 // SyncTerminatingPod stops every container of the pod within the grace period.
 func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64) error {
+	if s.cfg.Probes != nil {
+		s.cfg.Probes.RemovePod(pod.UID)
+	}
 	st, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return fmt.Errorf("get runtime status of pod %s: %w", klog.KObj(pod), err)
