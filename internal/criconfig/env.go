@@ -199,27 +199,11 @@ func (o *Options) fieldRefValue(in *ContainerInputs, ref *v1.ObjectFieldSelector
 	}
 	pod := in.Pod
 	path := ref.FieldPath
-	if inner, key, ok := subscript(path); ok {
-		switch inner {
-		case "metadata.labels":
-			return pod.Labels[key], nil
-		case "metadata.annotations":
-			return pod.Annotations[key], nil
-		}
-		return "", fmt.Errorf("unsupported fieldRef path %q", path)
+	if v, ok, err := MetadataFieldValue(pod, path); ok || err != nil {
+		return v, err
 	}
 	podIPs := orderIPs(in.PodIPs, o.hostIPs(in))
 	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "metadata.labels":
-		return formatMap(pod.Labels), nil
-	case "metadata.annotations":
-		return formatMap(pod.Annotations), nil
 	case "spec.nodeName":
 		return orDefault(pod.Spec.NodeName, o.NodeName), nil
 	case "spec.serviceAccountName":
@@ -260,6 +244,35 @@ func (o *Options) hostIPs(in *ContainerInputs) []string {
 		return in.HostIPs
 	}
 	return o.HostIPs
+}
+
+// MetadataFieldValue resolves the downward API's metadata field paths
+// (name, namespace, uid, labels, annotations and their ['key'] forms), as
+// env variables and downwardAPI volumes show them. ok is false for any
+// other path, which callers resolve themselves or refuse.
+func MetadataFieldValue(pod *v1.Pod, path string) (value string, ok bool, err error) {
+	if inner, key, sub := subscript(path); sub {
+		switch inner {
+		case "metadata.labels":
+			return pod.Labels[key], true, nil
+		case "metadata.annotations":
+			return pod.Annotations[key], true, nil
+		}
+		return "", false, fmt.Errorf("unsupported fieldRef path %q", path)
+	}
+	switch path {
+	case "metadata.name":
+		return pod.Name, true, nil
+	case "metadata.namespace":
+		return pod.Namespace, true, nil
+	case "metadata.uid":
+		return string(pod.UID), true, nil
+	case "metadata.labels":
+		return formatMap(pod.Labels), true, nil
+	case "metadata.annotations":
+		return formatMap(pod.Annotations), true, nil
+	}
+	return "", false, nil
 }
 
 // subscript splits "metadata.labels['key']" into its map path and key.

@@ -3,11 +3,12 @@ package volume
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/seed-kubelet/kubelet/internal/criconfig"
 )
 
 const defaultFileMode int32 = 0o644
@@ -100,49 +101,12 @@ func DownwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, defaultMo
 	return out, nil
 }
 
-// formatMap renders labels or annotations one key="value" per line, sorted.
-func formatMap(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	lines := make([]string, 0, len(keys))
-	for _, k := range keys {
-		lines = append(lines, fmt.Sprintf("%s=%q", k, m[k]))
-	}
-	return strings.Join(lines, "\n")
-}
-
 func podFieldValue(pod *v1.Pod, path string) (string, error) {
-	if key, ok := subscript(path, "metadata.labels"); ok {
-		return pod.Labels[key], nil
+	v, ok, err := criconfig.MetadataFieldValue(pod, path)
+	if err == nil && !ok {
+		err = fmt.Errorf("unsupported fieldPath: %s", path)
 	}
-	if key, ok := subscript(path, "metadata.annotations"); ok {
-		return pod.Annotations[key], nil
-	}
-	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "metadata.labels":
-		return formatMap(pod.Labels), nil
-	case "metadata.annotations":
-		return formatMap(pod.Annotations), nil
-	}
-	return "", fmt.Errorf("unsupported fieldPath: %s", path)
-}
-
-// subscript parses "prefix['key']".
-func subscript(path, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, prefix+"['")
-	if !ok {
-		return "", false
-	}
-	return strings.CutSuffix(rest, "']")
+	return v, err
 }
 
 func containerResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error) {
