@@ -134,6 +134,9 @@ func Run(ctx context.Context, o *options.Options) error {
 		Runtime: client.Runtime, Images: puller, Clock: clk, Recorder: recorder, Spec: spec, Credentials: creds,
 		PodsDir: podsDir, ContainerLogsDir: "/var/log/containers", HostIPs: hostIPs,
 		Mounts: volumes.Mounts, TearDownVolumes: volumes.TearDown,
+		RunHook: func(ctx context.Context, h *v1.LifecycleHandler, c *v1.Container, id, podIP string, timeout time.Duration) error {
+			return prober.RunHook(ctx, h, c, id, podIP, client.Runtime, clk, timeout)
+		},
 	})
 	// The prober wakes the pod's worker whenever a probe result changes.
 	var workers *podworkers.PodWorkers
@@ -147,7 +150,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	})
 	syncCfg := podsync.Config{
 		Runtime: runtimeMgr, Status: statusMgr, Clock: clk, HostIPs: hostIPs,
-		RuntimeName: version.RuntimeName, MaxDeadPerContainer: 1, Volumes: volumes, Probes: probes,
+		RuntimeName: version.RuntimeName, MaxDeadPerContainer: 1, Volumes: volumes, Probes: probes, Recorder: recorder,
 	}
 	if mirrors != nil {
 		syncCfg.Mirrors = mirrors

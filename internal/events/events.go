@@ -26,6 +26,9 @@ const (
 	ErrImageNeverPull   = "ErrImageNeverPull"
 	InspectFailed       = "InspectFailed"
 	Unsupported         = "UnsupportedField"
+	FailedPostStartHook = "FailedPostStartHook"
+	FailedPreStopHook   = "FailedPreStopHook"
+	DeadlineExceeded    = "DeadlineExceeded"
 	StartingKubelet     = "Starting"
 )
 

@@ -86,6 +86,22 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id, name, mess
 		}
 		m.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Killing, "%s", message)
 	}
+	if pod != nil && m.cfg.RunHook != nil {
+		if c := specOf(pod, name); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+			// The preStop hook runs inside the grace period; what is left of
+			// it (at least the minimum) is the runtime's stop timeout.
+			start := m.cfg.Clock.Now()
+			hctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
+			if err := m.cfg.RunHook(hctx, c.Lifecycle.PreStop, c, id, "", time.Duration(grace)*time.Second); err != nil {
+				m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedPreStopHook, "PreStopHook failed: %v", err)
+			}
+			cancel()
+			grace -= int64(m.cfg.Clock.Since(start) / time.Second)
+			if grace < MinGracePeriod {
+				grace = MinGracePeriod
+			}
+		}
+	}
 	klog.V(2).InfoS("Killing container with a grace period", "pod", klog.KObj(pod), "container", name, "containerID", id, "gracePeriod", grace)
 	// The stop call itself may take the whole grace period.
 	cctx, cancel := context.WithTimeout(ctx, timeoutFor(grace))
@@ -211,4 +227,19 @@ func hasMountBelow(mounts []string, dir string) bool {
 		}
 	}
 	return false
+}
+
+// specOf finds a container of pod (app, init or ephemeral) by name.
+func specOf(pod *v1.Pod, name string) *v1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	return nil
 }

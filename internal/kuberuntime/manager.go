@@ -27,6 +27,7 @@ const (
 	ReasonCreateContainerError = "CreateContainerError"
 	ReasonRunContainerError    = "RunContainerError"
 	ReasonPreStartHookError    = "PreStartHookError"
+	ReasonPostStartHookError   = "PostStartHookError"
 	ReasonContainerCreating    = "ContainerCreating"
 	ReasonPodInitializing      = "PodInitializing"
 )
@@ -52,6 +53,9 @@ type Config struct {
 	// TearDownVolumes unmounts what Mounts mounted for a pod (tmpfs
 	// emptyDirs) before its directory is removed; may be nil.
 	TearDownVolumes func(uid string) error
+	// RunHook runs a postStart or preStop handler within timeout; nil
+	// means lifecycle hooks are not run.
+	RunHook func(ctx context.Context, h *v1.LifecycleHandler, c *v1.Container, containerID, podIP string, timeout time.Duration) error
 	// Credentials supplies registry credentials; may be nil.
 	Credentials PullCredentials
 	// HostIPs are the node addresses for status.hostIP(s) env vars.
@@ -276,6 +280,22 @@ func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.P
 		return false
 	}
 	m.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Started, "Started container %s", c.Name)
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil && m.cfg.RunHook != nil {
+		podIP := ""
+		if len(podIPs) > 0 {
+			podIP = podIPs[0]
+		}
+		if err := m.cfg.RunHook(ctx, c.Lifecycle.PostStart, c, id, podIP, time.Duration(GracePeriod(pod, nil))*time.Second); err != nil {
+			msg := fmt.Sprintf("PostStartHook failed: %v", err)
+			m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedPostStartHook, "%s", msg)
+			// As upstream: a container whose postStart hook failed is killed.
+			if kerr := m.killContainer(ctx, pod, id, c.Name, "FailedPostStartHook", nil); kerr != nil {
+				klog.ErrorS(kerr, "Cannot kill container after its postStart hook failed", "pod", klog.KObj(pod), "container", c.Name)
+			}
+			res.fail(c.Name, ReasonPostStartHookError, msg)
+			return false
+		}
+	}
 	res.Started = append(res.Started, c.Name)
 	m.linkContainerLog(pod, c.Name, id, filepath.Join(sandboxConfig.LogDirectory, cfg.LogPath))
 	klog.V(2).InfoS("Started container", "pod", klog.KObj(pod), "container", c.Name, "containerID", id, "restartCount", restartCount)

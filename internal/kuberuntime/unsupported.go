@@ -26,18 +26,5 @@ func UnsupportedFeatures(pod *v1.Pod) []string {
 			out = append(out, fmt.Sprintf("volume %q (type)", vol.Name))
 		}
 	}
-	check := func(kind string, cs []v1.Container) {
-		for i := range cs {
-			c := &cs[i]
-			if c.Lifecycle != nil && (c.Lifecycle.PostStart != nil || c.Lifecycle.PreStop != nil) {
-				out = append(out, fmt.Sprintf("%s %q lifecycle hooks", kind, c.Name))
-			}
-		}
-	}
-	check("init container", pod.Spec.InitContainers)
-	check("container", pod.Spec.Containers)
-	if pod.Spec.ActiveDeadlineSeconds != nil {
-		out = append(out, "activeDeadlineSeconds")
-	}
 	return out
 }

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/metrics"
 	"github.com/seed-kubelet/kubelet/internal/podstatus"
@@ -49,6 +51,22 @@ type Config struct {
 	Volumes VolumeRefresher
 	// Probes runs liveness, readiness and startup probes; may be nil.
 	Probes Probes
+	// Recorder receives the DeadlineExceeded event; may be nil.
+	Recorder events.Recorder
+}
+
+// ActiveDeadline reports whether pod has run past activeDeadlineSeconds
+// since it started, and otherwise how long it has left (zero when it has
+// no deadline). It is pure.
+func ActiveDeadline(pod *v1.Pod, started *metav1.Time, now time.Time) (exceeded bool, left time.Duration) {
+	if pod.Spec.ActiveDeadlineSeconds == nil || started == nil {
+		return false, 0
+	}
+	left = started.Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second).Sub(now)
+	if left <= 0 {
+		return true, 0
+	}
+	return false, left
 }
 
 // Probes is what a sync needs of the prober: it tells it which container
@@ -168,6 +186,16 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	if ps.Phase == v1.PodSucceeded || ps.Phase == v1.PodFailed {
 		return podworkers.Outcome{Terminal: true}, nil
 	}
+	exceeded, deadlineLeft := ActiveDeadline(pod, ps.StartTime, s.cfg.Clock.Now())
+	if exceeded {
+		const msg = "Pod was active on the node longer than the specified deadline"
+		ps.Phase, ps.Reason, ps.Message = v1.PodFailed, "DeadlineExceeded", msg
+		s.cfg.Status.Set(pod, ps)
+		if s.cfg.Recorder != nil {
+			s.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.DeadlineExceeded, msg)
+		}
+		return podworkers.Outcome{Terminal: true}, nil
+	}
 	mirrorFailed := false
 	if s.cfg.Mirrors != nil {
 		if err := s.cfg.Mirrors.Ensure(ctx, pod); err != nil {
@@ -197,6 +225,9 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	out := podworkers.Outcome{RequeueAfter: res.RequeueAfter}
 	if mirrorFailed && (out.RequeueAfter == 0 || out.RequeueAfter > mirrorRetry) {
 		out.RequeueAfter = mirrorRetry
+	}
+	if deadlineLeft > 0 && (out.RequeueAfter == 0 || out.RequeueAfter > deadlineLeft) {
+		out.RequeueAfter = deadlineLeft // wake up when the deadline passes
 	}
 	if res.Err == nil && (ps.Phase == v1.PodSucceeded || ps.Phase == v1.PodFailed) {
 		out.Terminal = true

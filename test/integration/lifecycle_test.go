@@ -1,0 +1,81 @@
+//go:build integration
+
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/seed-kubelet/kubelet/test/integration/framework"
+)
+
+// postStart runs right after the container starts, preStop before it is
+// stopped; activeDeadlineSeconds fails the pod with DeadlineExceeded.
+func TestLifecycleHooksAndActiveDeadline(t *testing.T) {
+	k := framework.NewKubelet(t)
+	hostDir := filepath.Join(t.TempDir(), "hooks")
+	k.WriteManifest("hooks.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: hooks
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: main
+    image: %[1]s
+    command: ["sleep", "3600"]
+    lifecycle:
+      postStart:
+        exec: {command: ["sh", "-c", "echo started > /out/poststart"]}
+      preStop:
+        exec: {command: ["sh", "-c", "echo stopping > /out/prestop"]}
+    volumeMounts:
+    - {name: out, mountPath: /out}
+  volumes:
+  - name: out
+    hostPath: {path: %[2]s, type: DirectoryOrCreate}
+`, framework.BusyboxImage, hostDir))
+	k.WriteManifest("deadline.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: deadline
+spec:
+  activeDeadlineSeconds: 3
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: main
+    image: %s
+    command: ["sleep", "3600"]
+`, framework.BusyboxImage))
+	k.Start()
+	k.WaitForPod("hooks", podTimeout, "running", running)
+	if data, err := os.ReadFile(filepath.Join(hostDir, "poststart")); err != nil || strings.TrimSpace(string(data)) != "started" {
+		t.Fatalf("postStart hook output %q, %v (it must have run before the pod was Running)", data, err)
+	}
+	k.RemoveManifest("hooks.yaml")
+	framework.Eventually(t, 30*time.Second, 100*time.Millisecond, "preStop hook ran", func() (bool, error) {
+		data, err := os.ReadFile(filepath.Join(hostDir, "prestop"))
+		return err == nil && strings.TrimSpace(string(data)) == "stopping", err
+	})
+
+	p := k.WaitForPod("deadline", podTimeout, "Failed with DeadlineExceeded", func(p *v1.Pod) bool {
+		return p.Status.Phase == v1.PodFailed && p.Status.Reason == "DeadlineExceeded"
+	})
+	if !strings.Contains(p.Status.Message, "longer than the specified deadline") {
+		t.Fatalf("message %q", p.Status.Message)
+	}
+	framework.Eventually(t, 20*time.Second, 100*time.Millisecond, "deadline pod's container stopped", func() (bool, error) {
+		for _, c := range framework.PodContainers(t, string(p.UID)) {
+			if c.State.String() == "CONTAINER_RUNNING" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
