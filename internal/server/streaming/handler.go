@@ -164,24 +164,42 @@ func portForwardPorts(r *http.Request) ([]int32, error) {
 	return ports, nil
 }
 
-func (s *server) exec(w http.ResponseWriter, r *http.Request) {
-	t := targetOf(r)
-	opts, err := streamOptionsFrom(r)
-	if err != nil {
+// containerStream is what exec and attach share: the request's target,
+// its stream options, the pod and its running container.
+type containerStream struct {
+	t    target
+	opts streamOptions
+	pod  *v1.Pod
+	id   string
+}
+
+// resolveContainerStream parses an exec or attach request and finds its
+// running container, answering the request itself when it cannot.
+func (s *server) resolveContainerStream(w http.ResponseWriter, r *http.Request, verb string) (containerStream, bool) {
+	cs := containerStream{t: targetOf(r)}
+	var err error
+	if cs.opts, err = streamOptionsFrom(r); err != nil {
 		writeError(w, http.StatusBadRequest, err)
-		return
+		return cs, false
 	}
-	pod, ok := s.cfg.Pods.GetByFullName(t.namespace, t.pod)
-	if !ok {
+	var ok bool
+	if cs.pod, ok = s.cfg.Pods.GetByFullName(cs.t.namespace, cs.t.pod); !ok {
 		writeError(w, http.StatusNotFound, errors.New("pod does not exist"))
+		return cs, false
+	}
+	if cs.id, err = s.runningContainer(r.Context(), cs.t, cs.pod); err != nil {
+		writeRuntimeError(w, fmt.Errorf("%s %s/%s: %w", verb, cs.t.fullName(), cs.t.container, err))
+		return cs, false
+	}
+	return cs, true
+}
+
+func (s *server) exec(w http.ResponseWriter, r *http.Request) {
+	cs, ok := s.resolveContainerStream(w, r, "exec in")
+	if !ok {
 		return
 	}
-	ctx := r.Context()
-	id, err := s.runningContainer(ctx, t, pod)
-	if err != nil {
-		writeRuntimeError(w, fmt.Errorf("exec in %s/%s: %w", t.fullName(), t.container, err))
-		return
-	}
+	ctx, opts, pod, id := r.Context(), cs.opts, cs.pod, cs.id
 	if !isUpgradeRequest(r) {
 		writeText(w, upgradeRequiredStatus, upgradeRequiredText)
 		return
@@ -204,23 +222,11 @@ func (s *server) exec(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) attach(w http.ResponseWriter, r *http.Request) {
-	t := targetOf(r)
-	opts, err := streamOptionsFrom(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err)
-		return
-	}
-	pod, ok := s.cfg.Pods.GetByFullName(t.namespace, t.pod)
+	cs, ok := s.resolveContainerStream(w, r, "attach to")
 	if !ok {
-		writeError(w, http.StatusNotFound, errors.New("pod does not exist"))
 		return
 	}
-	ctx := r.Context()
-	id, err := s.runningContainer(ctx, t, pod)
-	if err != nil {
-		writeRuntimeError(w, fmt.Errorf("attach to %s/%s: %w", t.fullName(), t.container, err))
-		return
-	}
+	ctx, t, opts, pod, id := r.Context(), cs.t, cs.opts, cs.pod, cs.id
 	// A process's tty cannot change once it runs: the spec decides, not
 	// the request.
 	tty, ok := specTTY(pod, t.container)
