@@ -54,7 +54,12 @@ stop() {
   stop_daemon "$P_PID" "containerd ${NAME}" >&2
   # Shims outlive containerd; their containers would keep running.
   pkill -f "containerd-shim.*-address ${P_SOCK}" 2>/dev/null || true
-  umount -R "${P_RUN}/state" 2>/dev/null || true
+  # Sandbox shm and rootfs mounts live below the state dir (which is not a
+  # mount point itself): unmount them deepest first.
+  local m
+  while read -r m; do
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+  done < <(awk -v p="${P_RUN}/" 'index($2, p) == 1 { print $2 }' /proc/self/mounts | sort -r)
   rm -rf "$P_RUN"
 }
 
