@@ -128,6 +128,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	volCfg := volume.Config{PodsDir: podsDir, NodeName: nodeName}
 	if inputs != nil {
 		volCfg.Sources = inputs
+		volCfg.Tokens = podinputs.NewTokens(podinputs.TokensConfig{Request: podinputs.ClientTokenRequester(cl.main), Clock: clk})
 	}
 	volumes := volume.New(volCfg)
 	runtimeMgr := kuberuntime.NewManager(kuberuntime.Config{

@@ -17,8 +17,8 @@ func UnsupportedFeatures(pod *v1.Pod) []string {
 		case vol.EmptyDir != nil, vol.HostPath != nil, vol.ConfigMap != nil, vol.Secret != nil, vol.DownwardAPI != nil:
 		case vol.Projected != nil:
 			for _, src := range vol.Projected.Sources {
-				if src.ServiceAccountToken != nil || src.ClusterTrustBundle != nil || src.PodCertificate != nil {
-					out = append(out, fmt.Sprintf("volume %q token/trust-bundle/certificate projections", vol.Name))
+				if src.ClusterTrustBundle != nil || src.PodCertificate != nil {
+					out = append(out, fmt.Sprintf("volume %q trust-bundle/certificate projections", vol.Name))
 					break
 				}
 			}

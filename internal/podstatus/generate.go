@@ -334,25 +334,9 @@ func (in Input) conditions(s v1.PodStatus, rt *kuberuntime.PodStatus) []v1.PodCo
 		readyReason, readyMsg = "PodCompleted", ""
 	}
 	containersReady := len(notReady) == 0 && !completed
-	podReady := containersReady
-	gatesReason, gatesMsg := readyReason, readyMsg
+	podReady, gatesReason, gatesMsg := containersReady, readyReason, readyMsg
 	if containersReady {
-		var missing []string
-		for _, g := range pod.Spec.ReadinessGates {
-			ok := false
-			for _, c := range in.Old.Conditions {
-				if c.Type == g.ConditionType && c.Status == v1.ConditionTrue {
-					ok = true
-				}
-			}
-			if !ok {
-				missing = append(missing, string(g.ConditionType))
-			}
-		}
-		if len(missing) > 0 {
-			podReady = false
-			gatesReason, gatesMsg = "ReadinessGatesNotReady", fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", missing[0])
-		}
+		podReady, gatesReason, gatesMsg = ReadinessGates(pod, pod.Status.Conditions)
 	}
 	initReason, initMsg := "ContainersNotInitialized", fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(notInit, " "))
 	conds := []v1.PodCondition{
@@ -362,13 +346,77 @@ func (in Input) conditions(s v1.PodStatus, rt *kuberuntime.PodStatus) []v1.PodCo
 		cond(v1.ContainersReady, containersReady, readyReason, readyMsg),
 		cond(v1.PodScheduled, true, "", ""),
 	}
-	// Keep conditions other components own (readiness gates' conditions, ...).
-	for _, old := range in.Old.Conditions {
-		switch old.Type {
-		case v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled:
-		default:
-			conds = append(conds, old)
+	// Keep the conditions other components own (readiness gates'
+	// conditions, ...) as the API server has them.
+	for _, c := range pod.Status.Conditions {
+		if !KubeletCondition(c.Type) {
+			conds = append(conds, c)
 		}
 	}
 	return conds
+}
+
+// KubeletCondition reports whether the kubelet owns pod conditions of type t;
+// other components own the rest (readiness gates' conditions, ...).
+func KubeletCondition(t v1.PodConditionType) bool {
+	switch t {
+	case v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled:
+		return true
+	}
+	return false
+}
+
+// ReadinessGates evaluates pod.spec.readinessGates against conditions (the
+// pod's conditions as the API server has them, set by other controllers):
+// ok only when every gate's condition is True, else reason
+// ReadinessGatesNotReady and upstream's message. It is pure.
+func ReadinessGates(pod *v1.Pod, conditions []v1.PodCondition) (ok bool, reason, message string) {
+	var msgs []string
+	for _, g := range pod.Spec.ReadinessGates {
+		c := findCondition(conditions, g.ConditionType)
+		switch {
+		case c == nil:
+			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(g.ConditionType)))
+		case c.Status != v1.ConditionTrue:
+			msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", string(g.ConditionType), c.Status))
+		}
+	}
+	if len(msgs) > 0 {
+		return false, "ReadinessGatesNotReady", strings.Join(msgs, ", ")
+	}
+	return true, "", ""
+}
+
+// NeedsReadinessSync reports whether the Ready condition the API server has
+// for pod disagrees with its readiness gates' conditions there, so that a
+// status change made by someone else (a condition patched by a controller)
+// calls for a new status. Pods without gates, or without a Ready condition
+// yet, never do. It is pure.
+func NeedsReadinessSync(pod *v1.Pod) bool {
+	if len(pod.Spec.ReadinessGates) == 0 {
+		return false
+	}
+	ready := findCondition(pod.Status.Conditions, v1.PodReady)
+	if ready == nil {
+		return false
+	}
+	containers := findCondition(pod.Status.Conditions, v1.ContainersReady)
+	if containers == nil || containers.Status != v1.ConditionTrue {
+		return false // Ready follows ContainersReady, whatever the gates say
+	}
+	ok, _, msg := ReadinessGates(pod, pod.Status.Conditions)
+	want := v1.ConditionFalse
+	if ok {
+		want = v1.ConditionTrue
+	}
+	return ready.Status != want || ready.Message != msg
+}
+
+func findCondition(conds []v1.PodCondition, t v1.PodConditionType) *v1.PodCondition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/pleg"
 	"github.com/seed-kubelet/kubelet/internal/pod"
+	"github.com/seed-kubelet/kubelet/internal/podstatus"
 	"github.com/seed-kubelet/kubelet/internal/podworkers"
 )
 
@@ -106,6 +107,11 @@ func (d *Dispatcher) HandlePodUpdate(ctx context.Context, u config.PodUpdate) {
 		case config.RECONCILE:
 			if _, known := d.cfg.Pods.Get(p.UID); known {
 				d.cfg.Pods.AddOrUpdate(p)
+				// Someone else changed a readiness gate's condition: the
+				// worker needs the pod's new status to recompute Ready.
+				if podstatus.NeedsReadinessSync(p) {
+					d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Sync})
+				}
 			}
 		case config.DELETE:
 			// Graceful deletion: stop within the pod's deletion grace period;

@@ -160,3 +160,35 @@ func TestDispatcherMirrorPods(t *testing.T) {
 		t.Fatalf("mirror deletes %v, syncs %v", mirrors.deleted, workers.synced)
 	}
 }
+
+// A status-only change from the API (RECONCILE) reaches the pod's worker only
+// when it changes what the readiness gates say.
+func TestDispatcherReconcileReadinessGates(t *testing.T) {
+	pods, workers := pod.NewManager(), &fakeWorkers{states: map[types.UID]podworkers.PodState{}}
+	d := NewDispatcher(DispatcherConfig{Pods: pods, Workers: workers, Runtime: noRuntime{}})
+	ctx := context.Background()
+	p := mkPod("g", "gated", nil)
+	p.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/ready"}}
+	d.HandlePodUpdate(ctx, config.PodUpdate{Op: config.ADD, Pods: []*v1.Pod{p}})
+
+	// The kubelet's own status comes back: Ready False for the missing gate.
+	own := p.DeepCopy()
+	own.Status.Conditions = []v1.PodCondition{
+		{Type: v1.ContainersReady, Status: v1.ConditionTrue},
+		{Type: v1.PodReady, Status: v1.ConditionFalse, Message: `corresponding condition of pod readiness gate "example.com/ready" does not exist.`},
+	}
+	d.HandlePodUpdate(ctx, config.PodUpdate{Op: config.RECONCILE, Pods: []*v1.Pod{own}})
+	if len(workers.updates) != 1 {
+		t.Fatalf("worker updates %d after the kubelet's own status came back, want none new", len(workers.updates))
+	}
+	// A controller sets the gate's condition True.
+	patched := own.DeepCopy()
+	patched.Status.Conditions = append(patched.Status.Conditions, v1.PodCondition{Type: "example.com/ready", Status: v1.ConditionTrue})
+	d.HandlePodUpdate(ctx, config.PodUpdate{Op: config.RECONCILE, Pods: []*v1.Pod{patched}})
+	if len(workers.updates) != 2 || workers.updates[1].Type != podworkers.Sync || len(workers.updates[1].Pod.Status.Conditions) != 3 {
+		t.Fatalf("worker updates %+v: want a sync with the patched pod", workers.updates)
+	}
+	if got, _ := pods.Get("g"); len(got.Status.Conditions) != 3 {
+		t.Fatalf("pod manager holds %+v, want the patched status", got.Status.Conditions)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 )
 
@@ -61,6 +62,9 @@ func setUpEmptyDir(name, dir string, ed *v1.EmptyDirVolumeSource) error {
 // TearDown unmounts every tmpfs emptyDir of pod uid so that the pod directory
 // can be removed; call it before deleting <PodsDir>/<uid>.
 func (m *Manager) TearDown(uid string) error {
+	if m.cfg.Tokens != nil {
+		m.cfg.Tokens.ForgetPod(types.UID(uid))
+	}
 	dir := filepath.Join(m.cfg.PodsDir, uid, "volumes", pluginEmptyDir)
 	entries, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {

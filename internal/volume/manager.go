@@ -9,8 +9,10 @@ import (
 	"sync"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 )
@@ -32,10 +34,21 @@ type Sources interface {
 	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
 }
 
+// Tokens hands out service account tokens (the TokenRequest API) for
+// serviceAccountToken projections.
+type Tokens interface {
+	ServiceAccountToken(ctx context.Context, namespace, name string, spec authenticationv1.TokenRequestSpec) (*authenticationv1.TokenRequest, error)
+	// ForgetPod drops what was cached for a pod that is gone.
+	ForgetPod(uid types.UID)
+}
+
 // Config configures a Manager.
 type Config struct {
-	PodsDir  string // <root-dir>/pods
-	Sources  Sources
+	PodsDir string // <root-dir>/pods
+	Sources Sources
+	// Tokens serves serviceAccountToken projections; nil in standalone
+	// mode, where such a projection fails to mount with a clear error.
+	Tokens   Tokens
 	NodeName string
 }
 
@@ -212,9 +225,9 @@ func (m *Manager) payload(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (map
 	return nil, fmt.Errorf("volume %q: not an API data volume", vol.Name)
 }
 
-// projected merges its sources. serviceAccountToken, clusterTrustBundle and
-// podCertificate sources are not supported: they are skipped when other
-// sources exist and are an error when they are all the volume has.
+// projected merges its sources. clusterTrustBundle and podCertificate
+// sources are not supported: they are skipped when other sources exist and
+// are an error when they are all the volume has.
 func (m *Manager) projected(ctx context.Context, pod *v1.Pod, p *v1.ProjectedVolumeSource) (map[string]FileProjection, error) {
 	def := modeOr(p.DefaultMode, defaultFileMode)
 	out := map[string]FileProjection{}
@@ -239,6 +252,8 @@ func (m *Manager) projected(ctx context.Context, pod *v1.Pod, p *v1.ProjectedVol
 			}
 		case src.DownwardAPI != nil:
 			part, err = DownwardAPIPayload(pod, src.DownwardAPI.Items, def)
+		case src.ServiceAccountToken != nil:
+			part, err = m.serviceAccountToken(ctx, pod, src.ServiceAccountToken, def)
 		default:
 			klog.V(4).InfoS("Skipping unsupported projected source", "pod", klog.KObj(pod))
 			continue
@@ -252,9 +267,49 @@ func (m *Manager) projected(ctx context.Context, pod *v1.Pod, p *v1.ProjectedVol
 		}
 	}
 	if supported == 0 && len(p.Sources) > 0 {
-		return nil, fmt.Errorf("projected volume has only unsupported sources (serviceAccountToken, clusterTrustBundle, podCertificate are not implemented by this kubelet)")
+		return nil, fmt.Errorf("projected volume has only unsupported sources (clusterTrustBundle and podCertificate are not implemented by this kubelet)")
 	}
 	return out, nil
+}
+
+// TokenRequestSpec is what a serviceAccountToken projection asks the
+// TokenRequest API for: the projection's audience (none means the API
+// server's own) and lifetime, bound to the pod so the token dies with it.
+// It is pure.
+func TokenRequestSpec(pod *v1.Pod, src *v1.ServiceAccountTokenProjection) authenticationv1.TokenRequestSpec {
+	spec := authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: src.ExpirationSeconds,
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID},
+	}
+	if src.Audience != "" {
+		spec.Audiences = []string{src.Audience}
+	}
+	return spec
+}
+
+// TokenFileMode is the mode of a projected token file: the volume's default
+// mode, but 0600 when the pod sets fsGroup (group read access then comes from
+// the ownership change, as upstream).
+func TokenFileMode(pod *v1.Pod, defaultMode int32) int32 {
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+		return 0o600
+	}
+	return defaultMode
+}
+
+func (m *Manager) serviceAccountToken(ctx context.Context, pod *v1.Pod, src *v1.ServiceAccountTokenProjection, def int32) (map[string]FileProjection, error) {
+	if m.cfg.Tokens == nil {
+		return nil, fmt.Errorf("serviceAccountToken projection %q: cannot get a service account token: the kubelet runs in standalone mode (no API server)", src.Path)
+	}
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		return nil, fmt.Errorf("serviceAccountToken projection %q: the pod has no serviceAccountName", src.Path)
+	}
+	tr, err := m.cfg.Tokens.ServiceAccountToken(ctx, pod.Namespace, sa, TokenRequestSpec(pod, src))
+	if err != nil {
+		return nil, err
+	}
+	return map[string]FileProjection{src.Path: {Data: []byte(tr.Status.Token), Mode: TokenFileMode(pod, def)}}, nil
 }
 
 // configMap returns the config map, nil when it is missing and optional.

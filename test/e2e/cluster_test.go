@@ -34,8 +34,13 @@ type node struct {
 // credentials; it leaves the cluster (Node deleted) when the test ends.
 func joinNode(t *testing.T, extraConfig ...string) *node {
 	t.Helper()
+	return joinNodeNamed(t, ifw.UniqueName("node"), extraConfig...)
+}
+
+// joinNodeNamed is joinNode for a node called nodeName.
+func joinNodeNamed(t *testing.T, nodeName string, extraConfig ...string) *node {
+	t.Helper()
 	cp := framework.ControlPlane(t)
-	nodeName := ifw.UniqueName("node")
 	creds := framework.NodeCredentials(t, nodeName)
 	// As a cluster node: x509 (the apiserver's client certificate) and
 	// webhook authentication, webhook authorization, the node's serving pair.
@@ -83,7 +88,12 @@ func nodeReady(n *v1.Node) bool {
 // namespace creates a fresh namespace, deleted when the test ends.
 func namespace(t *testing.T, c kubernetes.Interface) string {
 	t.Helper()
-	ns := ifw.UniqueName("e2e")
+	return namespaceNamed(t, c, ifw.UniqueName("e2e"))
+}
+
+// namespaceNamed is namespace for a namespace called ns.
+func namespaceNamed(t *testing.T, c kubernetes.Interface, ns string) string {
+	t.Helper()
 	ctx := ctxT(t)
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
