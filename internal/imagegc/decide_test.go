@@ -59,9 +59,9 @@ func TestBytesToFree(t *testing.T) {
 		capacity, available int64
 		want                int64
 	}{
-		{"below high", 1000, 200, 0},   // 80% used
-		{"at high", 1000, 150, 50},     // 85% used: free down to 80%
-		{"above high", 1000, 50, 150},  // 95% used
+		{"below high", 1000, 200, 0},  // 80% used
+		{"at high", 1000, 150, 50},    // 85% used: free down to 80%
+		{"above high", 1000, 50, 150}, // 95% used
 		{"available clamped", 1000, 2000, 0},
 		{"no capacity", 0, 0, 0},
 	}
