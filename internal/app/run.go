@@ -26,12 +26,15 @@ import (
 
 	"github.com/seed-kubelet/kubelet/internal/app/options"
 	"github.com/seed-kubelet/kubelet/internal/config"
+	"github.com/seed-kubelet/kubelet/internal/containergc"
 	"github.com/seed-kubelet/kubelet/internal/cri"
 	"github.com/seed-kubelet/kubelet/internal/criconfig"
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/imagegc"
 	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/metrics"
 	"github.com/seed-kubelet/kubelet/internal/mirror"
+	"github.com/seed-kubelet/kubelet/internal/nodestatus"
 	"github.com/seed-kubelet/kubelet/internal/pleg"
 	"github.com/seed-kubelet/kubelet/internal/pod"
 	"github.com/seed-kubelet/kubelet/internal/podinputs"
@@ -47,6 +50,9 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/syncloop"
 	"github.com/seed-kubelet/kubelet/internal/volume"
 )
+
+// containerLogsDir holds the legacy /var/log/containers links log shippers read.
+const containerLogsDir = "/var/log/containers"
 
 // ErrLockContention is returned when another process opened the lock file.
 var ErrLockContention = errors.New("another process opened the kubelet lock file")
@@ -131,9 +137,19 @@ func Run(ctx context.Context, o *options.Options) error {
 		volCfg.Tokens = podinputs.NewTokens(podinputs.TokensConfig{Request: podinputs.ClientTokenRequester(cl.main), Clock: clk})
 	}
 	volumes := volume.New(volCfg)
+	logRotation, err := newLogRotation(cfg, client.Runtime, clk)
+	if err != nil {
+		return err
+	}
+	imageGC, err := newImageGC(cfg, client.Image, client.Runtime, clk, recorder, nodeName)
+	if err != nil {
+		return err
+	}
+	gcPolicy := containerGCPolicy(flags)
 	runtimeMgr := kuberuntime.NewManager(kuberuntime.Config{
 		Runtime: client.Runtime, Images: puller, Clock: clk, Recorder: recorder, Spec: spec, Credentials: creds,
-		PodsDir: podsDir, ContainerLogsDir: "/var/log/containers", HostIPs: hostIPs,
+		PodsDir: podsDir, ContainerLogsDir: containerLogsDir, HostIPs: hostIPs,
+		DeadContainerMinAge: gcPolicy.MinAge, CleanLogs: logRotation.Clean,
 		Mounts: volumes.Mounts, TearDownVolumes: volumes.TearDown,
 		RunHook: func(ctx context.Context, h *v1.LifecycleHandler, c *v1.Container, id, podIP string, timeout time.Duration) error {
 			return prober.RunHook(ctx, h, c, id, podIP, client.Runtime, clk, timeout)
@@ -151,7 +167,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	})
 	syncCfg := podsync.Config{
 		Runtime: runtimeMgr, Status: statusMgr, Clock: clk, HostIPs: hostIPs,
-		RuntimeName: version.RuntimeName, MaxDeadPerContainer: 1, Volumes: volumes, Probes: probes, Recorder: recorder,
+		RuntimeName: version.RuntimeName, MaxDeadPerContainer: gcPolicy.MaxPerPodContainer, Volumes: volumes, Probes: probes, Recorder: recorder,
 	}
 	if mirrors != nil {
 		syncCfg.Mirrors = mirrors
@@ -173,6 +189,12 @@ func Run(ctx context.Context, o *options.Options) error {
 		Syncer: syncer, Clock: clk, ResyncInterval: cfg.SyncFrequency.Duration, BackOffPeriod: 10 * time.Second,
 		OnTerminated: func(p *v1.Pod) { statusMgr.Kick(p.UID) },
 	})
+	containerGC := containergc.New(containergc.Config{
+		Runtime: client.Runtime, Pods: &podGCState{pods: podMgr, workers: workers, statuses: statusMgr}, Clock: clk,
+		Policy: gcPolicy, SourcesReady: sourcesReady, PodLogsDir: cfg.PodLogsDir, ContainerLogsDir: containerLogsDir,
+		CleanLogs: logRotation.Clean, Recorder: recorder, NodeRef: nodestatus.NodeRef(nodeName),
+	})
+	startGarbageCollection(ctx, containerGC, imageGC, logRotation)
 	p := pleg.New(pleg.Config{
 		Lister: runtimeMgr, Clock: clk, Events: client.Runtime,
 		RelistPeriod: time.Second, StreamRelistPeriod: 10 * time.Second, RelistThreshold: 3 * time.Minute,
@@ -327,7 +349,7 @@ func startServers(ctx context.Context, d serverDeps) error {
 	apiCfg := server.APIConfig{
 		Pods: d.pods, Statuses: d.statuses, Checks: d.checks, Config: cfg,
 		RunningPods:   func(ctx context.Context) ([]v1.Pod, error) { return runningPods(ctx, d.runtime) },
-		Metrics:       promhttp.HandlerFor(metrics.NewRegistry(pleg.Collectors()...), promhttp.HandlerOpts{}),
+		Metrics:       promhttp.HandlerFor(metrics.NewRegistry(append(pleg.Collectors(), imagegc.Collectors()...)...), promhttp.HandlerOpts{}),
 		Summary:       statsProvider.SummaryHandler(),
 		ContainerLogs: logs.ContainerLogsHandler(logsCfg),
 		NodeLogs:      logs.NodeLogsHandler(logsCfg),

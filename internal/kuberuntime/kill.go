@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/seed-kubelet/kubelet/internal/containergc"
 	"github.com/seed-kubelet/kubelet/internal/criconfig"
 	"github.com/seed-kubelet/kubelet/internal/events"
 )
@@ -174,25 +175,35 @@ func (m *Manager) OrphanedPodDirs(keep map[types.UID]bool) []string {
 	return out
 }
 
-// PruneContainers removes exited instances of each container beyond the
-// newest keep+1 (the current one and keep dead ones), and exited sandboxes
-// other than the newest, so a crash-looping pod does not pile up.
+// PruneContainers removes the dead instances of each container beyond the
+// newest keep that are older than DeadContainerMinAge (with their logs), as
+// the container GC's MaxPerPodContainer does, and dead sandboxes other than
+// the newest, so a crash-looping pod does not pile up between GC passes. A
+// negative keep keeps every dead instance.
 func (m *Manager) PruneContainers(ctx context.Context, st *PodStatus, keep int) {
-	seen := map[string]int{}
+	byName := map[string][]containergc.Container{}
 	for _, c := range st.Containers {
-		seen[c.Name]++
-		if seen[c.Name] <= keep+1 || c.State != StateExited {
-			continue
+		byName[c.Name] = append(byName[c.Name], containergc.Container{
+			ID: c.ID, PodUID: st.UID, PodName: st.Name, PodNamespace: st.Namespace, Name: c.Name, SandboxID: c.SandboxID,
+			// A created instance is about to be started: never prune it.
+			Running: c.State == StateRunning || c.State == StateCreated, CreatedAt: c.CreatedAt,
+		})
+	}
+	removed := map[string]bool{}
+	for _, instances := range byName {
+		for _, c := range containergc.DeadInstancesToRemove(instances, keep, m.cfg.DeadContainerMinAge, m.cfg.Clock.Now()) {
+			if err := containergc.RemoveContainer(ctx, m.runtime, m.cfg.CleanLogs, m.cfg.ContainerLogsDir, c); err != nil {
+				klog.V(2).InfoS("Cannot remove dead container", "containerID", c.ID, "err", err)
+				continue
+			}
+			removed[c.ID] = true
 		}
-		if _, err := m.runtime.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: c.ID}); err != nil {
-			klog.V(2).InfoS("Cannot remove dead container", "containerID", c.ID, "err", err)
-			continue
-		}
-		m.unlinkContainerLog(st.Name, st.Namespace, c.Name, c.ID)
 	}
 	inUse := map[string]bool{}
 	for _, c := range st.Containers {
-		inUse[c.SandboxID] = true
+		if !removed[c.ID] {
+			inUse[c.SandboxID] = true
+		}
 	}
 	for i, sb := range st.Sandboxes {
 		if i == 0 || sb.Ready || inUse[sb.ID] {

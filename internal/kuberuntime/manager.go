@@ -48,6 +48,12 @@ type Config struct {
 	PodsDir string
 	// ContainerLogsDir holds the /var/log/containers symlinks; "" disables them.
 	ContainerLogsDir string
+	// DeadContainerMinAge: PruneContainers keeps dead instances younger
+	// than this (--minimum-container-ttl-duration).
+	DeadContainerMinAge time.Duration
+	// CleanLogs removes a dead container's log files before it is removed
+	// (the log manager's Clean); nil removes them directly.
+	CleanLogs func(ctx context.Context, containerID string) error
 	// Mounts computes extra mounts for a container (volumes); may be nil.
 	Mounts func(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error)
 	// TearDownVolumes unmounts what Mounts mounted for a pod (tmpfs

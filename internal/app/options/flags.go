@@ -42,6 +42,14 @@ type KubeletFlags struct {
 	ExitOnLockContention bool
 	// NodeLabels is --node-labels.
 	NodeLabels map[string]string
+	// MinimumGCAge is --minimum-container-ttl-duration: dead containers
+	// younger than this are not garbage collected.
+	MinimumGCAge time.Duration
+	// MaxPerPodContainerCount is --maximum-dead-containers-per-container
+	// (negative: no limit).
+	MaxPerPodContainerCount int32
+	// MaxContainerCount is --maximum-dead-containers (negative: no limit).
+	MaxContainerCount int32
 
 	// The following are parsed but not honoured yet (see UnsupportedFlags).
 
@@ -67,6 +75,9 @@ func NewKubeletFlags() *KubeletFlags {
 		RootDirectory: filepath.Clean(DefaultRootDir),
 		CertDirectory: filepath.Join(DefaultRootDir, "pki"),
 		NodeLabels:    map[string]string{},
+		// Upstream's container GC defaults.
+		MaxPerPodContainerCount: 1,
+		MaxContainerCount:       -1,
 	}
 }
 
@@ -79,9 +90,6 @@ var unsupportedFlagOnly = map[string]bool{
 	"image-credential-provider-config":         true,
 	"image-credential-provider-bin-dir":        true,
 	"pod-infra-container-image":                true,
-	"minimum-container-ttl-duration":           true,
-	"maximum-dead-containers-per-container":    true,
-	"maximum-dead-containers":                  true,
 	"register-schedulable":                     true,
 	"keep-terminated-pod-volumes":              true,
 	"experimental-mounter-path":                true,
@@ -134,6 +142,14 @@ func addFlagOnlyFlags(fs *pflag.FlagSet, f *KubeletFlags) {
 	fs.StringVar(&f.ImageCredentialProviderConfig, "image-credential-provider-config", f.ImageCredentialProviderConfig, "Path to a credential provider plugin config file, or a directory of them.")
 	fs.StringVar(&f.ImageCredentialProviderBinDir, "image-credential-provider-bin-dir", f.ImageCredentialProviderBinDir, "Directory holding credential provider plugin binaries.")
 
+	fs.DurationVar(&f.MinimumGCAge, "minimum-container-ttl-duration", f.MinimumGCAge, "Minimum age of a finished container before it is garbage collected.")
+	fs.Int32Var(&f.MaxPerPodContainerCount, "maximum-dead-containers-per-container", f.MaxPerPodContainerCount, "Maximum number of old instances kept per container; negative keeps all.")
+	fs.Int32Var(&f.MaxContainerCount, "maximum-dead-containers", f.MaxContainerCount, "Maximum number of old container instances kept on the node; negative keeps all.")
+	const evictionInstead = "use --eviction-hard or --eviction-soft instead"
+	for _, name := range []string{"minimum-container-ttl-duration", "maximum-dead-containers-per-container", "maximum-dead-containers"} {
+		markDeprecated(fs, name, evictionInstead)
+	}
+
 	addIgnoredFlags(fs)
 }
 
@@ -156,13 +172,9 @@ func addIgnoredFlags(fs *pflag.FlagSet) {
 		fs.Duration(name, def, usage)
 		markDeprecated(fs, name, deprecated)
 	}
-	const evictionInstead = "use --eviction-hard or --eviction-soft instead"
 	str("cloud-config", "Path to the cloud provider configuration file.", "it will be removed in favour of external cloud providers")
 	str("pod-infra-container-image", "Image the image garbage collector must keep; container runtimes configure the sandbox image themselves.", "the image garbage collector gets the sandbox image from the CRI")
 	str("experimental-mounter-path", "Path of a mounter binary.", "it will be removed in favour of CSI")
-	duration("minimum-container-ttl-duration", 0, "Minimum age of a finished container before garbage collection.", evictionInstead)
-	integer("maximum-dead-containers-per-container", 1, "Maximum number of old instances kept per container.", evictionInstead)
-	integer("maximum-dead-containers", -1, "Maximum number of old container instances kept in total; negative disables.", evictionInstead)
 	boolean("register-schedulable", true, "Register the node as schedulable.", "use --register-with-taints instead")
 	boolean("keep-terminated-pod-volumes", false, "Keep volumes of terminated pods mounted.", "it will be removed")
 	boolean("experimental-allocatable-ignore-eviction", false, "Ignore hard eviction thresholds when computing node allocatable.", "it will be removed")

@@ -200,10 +200,21 @@ func TestParseFlagValues(t *testing.T) {
 			},
 		},
 		{
+			name: "container GC flags",
+			args: []string{"--minimum-container-ttl-duration=90s", "--maximum-dead-containers-per-container=3", "--maximum-dead-containers=20"},
+			check: func(t *testing.T, o *Options) {
+				f := o.Flags
+				if f.MinimumGCAge != 90*time.Second || f.MaxPerPodContainerCount != 3 || f.MaxContainerCount != 20 {
+					t.Errorf("flags = %+v", f)
+				}
+			},
+		},
+		{
 			name: "flag-only defaults",
 			args: nil,
 			check: func(t *testing.T, o *Options) {
-				if o.Flags.RootDirectory != "/var/lib/kubelet" || o.Flags.CertDirectory != "/var/lib/kubelet/pki" || o.Flags.KubeConfig != "" {
+				if o.Flags.RootDirectory != "/var/lib/kubelet" || o.Flags.CertDirectory != "/var/lib/kubelet/pki" || o.Flags.KubeConfig != "" ||
+					o.Flags.MinimumGCAge != 0 || o.Flags.MaxPerPodContainerCount != 1 || o.Flags.MaxContainerCount != -1 {
 					t.Errorf("flags = %+v", o.Flags)
 				}
 			},

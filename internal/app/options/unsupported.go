@@ -72,6 +72,15 @@ var SupportedConfigFields = map[string]bool{
 	"enableDebuggingHandlers":        true,
 	"enableProfilingHandler":         true,
 	"streamingConnectionIdleTimeout": true,
+	// Garbage collection and log rotation.
+	"imageGCHighThresholdPercent": true,
+	"imageGCLowThresholdPercent":  true,
+	"imageMinimumGCAge":           true,
+	"imageMaximumGCAge":           true,
+	"containerLogMaxSize":         true,
+	"containerLogMaxFiles":        true,
+	"containerLogMaxWorkers":      true,
+	"containerLogMonitorInterval": true,
 }
 
 // UnsupportedFlags lists, sorted, every flag that is accepted so existing
