@@ -65,12 +65,12 @@ type Config struct {
 	// DefaultMonitoringInterval.
 	MonitoringInterval time.Duration
 
-	Summary    SummaryProvider   // required
-	ActivePods func() []*v1.Pod  // required: pods admitted and not terminated
-	Killer     PodKiller         // required
-	Recorder   events.Recorder   // required
-	Clock      clock.WithTicker  // required
-	NodeRef    runtime.Object    // the node, for node events; nil skips them
+	Summary    SummaryProvider  // required
+	ActivePods func() []*v1.Pod // required: pods admitted and not terminated
+	Killer     PodKiller        // required
+	Recorder   events.Recorder  // required
+	Clock      clock.WithTicker // required
+	NodeRef    runtime.Object   // the node, for node events; nil skips them
 	// ImageGC and ContainerGC reclaim disk before pods are evicted; nil
 	// ones are skipped with a log line.
 	ImageGC     ImageGC
@@ -132,9 +132,13 @@ func (m *Manager) Conditions() []v1.NodeConditionType {
 
 // IsUnderMemoryPressure, IsUnderDiskPressure and IsUnderPIDPressure report
 // the node conditions.
-func (m *Manager) IsUnderMemoryPressure() bool { return HasCondition(m.Conditions(), v1.NodeMemoryPressure) }
-func (m *Manager) IsUnderDiskPressure() bool   { return HasCondition(m.Conditions(), v1.NodeDiskPressure) }
-func (m *Manager) IsUnderPIDPressure() bool    { return HasCondition(m.Conditions(), v1.NodePIDPressure) }
+func (m *Manager) IsUnderMemoryPressure() bool {
+	return HasCondition(m.Conditions(), v1.NodeMemoryPressure)
+}
+func (m *Manager) IsUnderDiskPressure() bool {
+	return HasCondition(m.Conditions(), v1.NodeDiskPressure)
+}
+func (m *Manager) IsUnderPIDPressure() bool { return HasCondition(m.Conditions(), v1.NodePIDPressure) }
 
 // Admit is the admission check of the pressure conditions (see Admit).
 func (m *Manager) Admit(pod *v1.Pod) (bool, string, string) {
