@@ -14,8 +14,8 @@ import (
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 
-	"github.com/seed-kubelet/kubelet/internal/eviction"
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/eviction"
 	"github.com/seed-kubelet/kubelet/internal/nodestatus"
 	"github.com/seed-kubelet/kubelet/internal/pod"
 	"github.com/seed-kubelet/kubelet/internal/podworkers"
