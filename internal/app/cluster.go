@@ -164,6 +164,8 @@ type clusterDeps struct {
 	statuses *status.Manager
 	workers  *podworkers.PodWorkers
 	mirrors  *mirror.Manager
+	// pressureAdmit is the eviction manager's admission check.
+	pressureAdmit func(*v1.Pod) (bool, string, string)
 }
 
 // startCluster starts what a node of a cluster runs beside the sync loop
@@ -200,6 +202,7 @@ func startCluster(ctx context.Context, d clusterDeps, dcfg *syncloop.DispatcherC
 			}
 		},
 	})
+	d.node.setTrigger(nc.Trigger)
 	go nc.Run(ctx)
 	d.recorder.Eventf(nodestatus.NodeRef(d.nodeName), v1.EventTypeNormal, events.StartingKubelet, "Starting kubelet.")
 	// Admission follows the Node the API server has (labels, taints).
@@ -208,7 +211,7 @@ func startCluster(ctx context.Context, d clusterDeps, dcfg *syncloop.DispatcherC
 			return n
 		}
 		return d.node.get()
-	})
+	}, d.pressureAdmit)
 	go nodelease.New(nodelease.Config{
 		Client: d.clients.heartbeat, NodeName: d.nodeName, Clock: d.clock,
 		LeaseDurationSeconds: d.cfg.NodeLeaseDurationSeconds, NodeUID: nc.NodeUID,

@@ -28,6 +28,8 @@ type nodeInputs struct {
 	runtime runtimeapi.RuntimeServiceClient
 	images  runtimeapi.ImageServiceClient
 	pleg    func() error
+	// pressure reports the eviction manager's node conditions; may be nil.
+	pressure func() []v1.NodeConditionType
 }
 
 func newNodeInputs(cfg *kubeletconfig.KubeletConfiguration, flags options.KubeletFlags, nodeName string, hostIPs []string,
@@ -85,6 +87,18 @@ func (n *nodeInputs) Inputs(ctx context.Context) (nodestatus.Inputs, error) {
 	if n.pleg != nil {
 		in.PLEGErr = n.pleg()
 	}
+	if n.pressure != nil {
+		for _, c := range n.pressure() {
+			switch c {
+			case v1.NodeMemoryPressure:
+				in.MemoryPressure = true
+			case v1.NodeDiskPressure:
+				in.DiskPressure = true
+			case v1.NodePIDPressure:
+				in.PIDPressure = true
+			}
+		}
+	}
 	if imgs, err := n.images.ListImages(ctx, &runtimeapi.ListImagesRequest{}); err == nil {
 		for _, img := range imgs.Images {
 			names := append(append([]string{}, img.RepoTags...), img.RepoDigests...)
@@ -110,8 +124,25 @@ func (n *nodeInputs) localNode(now time.Time) *v1.Node {
 
 // nodeState holds the Node the kubelet last registered or read.
 type nodeState struct {
-	mu   sync.RWMutex
-	node *v1.Node
+	mu      sync.RWMutex
+	node    *v1.Node
+	trigger func() // asks for a node status update now; nil in standalone mode
+}
+
+func (s *nodeState) setTrigger(f func()) {
+	s.mu.Lock()
+	s.trigger = f
+	s.mu.Unlock()
+}
+
+// triggerStatus asks for the node status to be sent now (pressure changed).
+func (s *nodeState) triggerStatus() {
+	s.mu.RLock()
+	f := s.trigger
+	s.mu.RUnlock()
+	if f != nil {
+		f()
+	}
 }
 
 func (s *nodeState) set(n *v1.Node) {
@@ -133,9 +164,16 @@ func (s *nodeState) uid() types.UID {
 	return ""
 }
 
-// admit is the dispatcher's admission check against the current Node.
-func admitter(node func() *v1.Node) func(p *v1.Pod, active []*v1.Pod) (bool, string, string) {
+// admitter is the dispatcher's admission check: the eviction manager's
+// pressure check first (as upstream's admit handlers run), then the
+// predicates against the current Node.
+func admitter(node func() *v1.Node, pressure func(*v1.Pod) (bool, string, string)) func(p *v1.Pod, active []*v1.Pod) (bool, string, string) {
 	return func(p *v1.Pod, active []*v1.Pod) (bool, string, string) {
+		if pressure != nil {
+			if ok, reason, msg := pressure(p); !ok {
+				return false, reason, msg
+			}
+		}
 		r := admission.Admit(p, node(), active)
 		return r.Admit, r.Reason, r.Message
 	}

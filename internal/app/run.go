@@ -30,6 +30,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/cri"
 	"github.com/seed-kubelet/kubelet/internal/criconfig"
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/eviction"
 	"github.com/seed-kubelet/kubelet/internal/imagegc"
 	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/metrics"
@@ -185,10 +186,12 @@ func Run(ctx context.Context, o *options.Options) error {
 		return runOnce(ctx, runOnceConfig{Updates: podCfg.Updates(), SourcesReady: sourcesReady, Syncer: syncer, Runtime: runtimeMgr, Status: statusMgr, Clock: clk, Out: os.Stdout})
 	}
 
+	evict := newEvictor(statusMgr)
 	workers = podworkers.New(ctx, podworkers.Config{
 		Syncer: syncer, Clock: clk, ResyncInterval: cfg.SyncFrequency.Duration, BackOffPeriod: 10 * time.Second,
-		OnTerminated: func(p *v1.Pod) { statusMgr.Kick(p.UID) },
+		OnTerminated: func(p *v1.Pod) { statusMgr.Kick(p.UID); evict.terminated(p.UID) },
 	})
+	evict.workers = workers
 	containerGC := containergc.New(containergc.Config{
 		Runtime: client.Runtime, Pods: &podGCState{pods: podMgr, workers: workers, statuses: statusMgr}, Clock: clk,
 		Policy: gcPolicy, SourcesReady: sourcesReady, PodLogsDir: cfg.PodLogsDir, ContainerLogsDir: containerLogsDir,
@@ -208,9 +211,21 @@ func Run(ctx context.Context, o *options.Options) error {
 		{Name: "pleg", Check: func() error { _, err := p.Healthy(); return err }},
 		{Name: "runtime", Check: runtimeHealth.err},
 	}
+	statsProvider := stats.New(stats.Config{
+		Runtime: client.Runtime, Images: client.Image, Pods: podMgr, NodeName: nodeName,
+		RootDir: flags.RootDirectory, PodLogsDir: cfg.PodLogsDir, Clock: clk,
+	})
+	evictionMgr, err := newEvictionManager(evictionDeps{
+		cfg: cfg, rootDir: flags.RootDirectory, nodeName: nodeName, clock: clk, stats: statsProvider,
+		images: client.Image, pods: podMgr, workers: workers, killer: evict, recorder: recorder,
+		onChange: node.triggerStatus, imageGC: imageGC, containerGC: containerGC,
+	})
+	if err != nil {
+		return err
+	}
 	if err := startServers(ctx, serverDeps{
 		cfg: cfg, flags: flags, nodeName: nodeName, hostIPs: hostIPs, clock: clk, checks: checks,
-		client: client, pods: podMgr, statuses: statusMgr, runtime: runtimeMgr, api: apiClient,
+		client: client, pods: podMgr, statuses: statusMgr, runtime: runtimeMgr, api: apiClient, stats: statsProvider,
 	}); err != nil {
 		return err
 	}
@@ -223,14 +238,16 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
+	ni.pressure = evictionMgr.Conditions
 	node.set(ni.localNode(clk.Now()))
-	dcfg.Admit = admitter(node.get)
+	dcfg.Admit = admitter(node.get, evictionMgr.Admit)
 	if cl != nil {
 		startCluster(ctx, clusterDeps{
 			cfg: cfg, nodeName: nodeName, clock: clk, clients: cl, recorder: recorder, inputs: ni, node: node,
-			pods: podMgr, statuses: statusMgr, workers: workers, mirrors: mirrors,
+			pods: podMgr, statuses: statusMgr, workers: workers, mirrors: mirrors, pressureAdmit: evictionMgr.Admit,
 		}, &dcfg)
 	}
+	go evictionMgr.Run(ctx)
 	dispatcher := syncloop.NewDispatcher(dcfg)
 	syncTicker := clk.NewTicker(time.Second)
 	defer syncTicker.Stop()
@@ -324,6 +341,7 @@ type serverDeps struct {
 	pods     *pod.Manager
 	statuses *status.Manager
 	runtime  *kuberuntime.Manager
+	stats    *stats.Provider
 	// api is the API server client (nil in standalone mode) for webhook
 	// authentication and authorization.
 	api kubernetes.Interface
@@ -339,17 +357,14 @@ func startServers(ctx context.Context, d serverDeps) error {
 			return err
 		}
 	}
-	statsProvider := stats.New(stats.Config{
-		Runtime: d.client.Runtime, Images: d.client.Image, Pods: d.pods, NodeName: d.nodeName,
-		RootDir: d.flags.RootDirectory, PodLogsDir: cfg.PodLogsDir, Clock: d.clock,
-	})
+	statsProvider := d.stats
 	logsCfg := logs.Config{Pods: d.pods, Runtime: d.client.Runtime, Statuses: d.statuses, Clock: d.clock}
 	resourceRegistry := prometheus.NewRegistry()
 	resourceRegistry.MustRegister(statsProvider.ResourceMetricsCollector())
 	apiCfg := server.APIConfig{
 		Pods: d.pods, Statuses: d.statuses, Checks: d.checks, Config: cfg,
 		RunningPods:   func(ctx context.Context) ([]v1.Pod, error) { return runningPods(ctx, d.runtime) },
-		Metrics:       promhttp.HandlerFor(metrics.NewRegistry(append(pleg.Collectors(), imagegc.Collectors()...)...), promhttp.HandlerOpts{}),
+		Metrics:       promhttp.HandlerFor(metrics.NewRegistry(append(append(pleg.Collectors(), imagegc.Collectors()...), eviction.Collectors()...)...), promhttp.HandlerOpts{}),
 		Summary:       statsProvider.SummaryHandler(),
 		ContainerLogs: logs.ContainerLogsHandler(logsCfg),
 		NodeLogs:      logs.NodeLogsHandler(logsCfg),

@@ -24,6 +24,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/seed-kubelet/kubelet/internal/criconfig"
+	"github.com/seed-kubelet/kubelet/internal/nodestatus"
 	"github.com/seed-kubelet/kubelet/internal/stats"
 	"github.com/seed-kubelet/kubelet/test/integration/framework"
 )
@@ -329,4 +330,97 @@ func TestSummaryAgainstContainerd(t *testing.T) {
 	if !found {
 		t.Errorf("container_cpu_usage_seconds_total has no positive sample for %s/burn", withCgroup.Name)
 	}
+}
+
+// TestNodeStatsAgainstKernel checks the node figures eviction and node
+// capacity rely on against what the kernel reports: nodefs from statfs of
+// the root dir, imagefs from statfs of the runtime's image mountpoint,
+// the task limit from /proc/sys/kernel, and the machine's memory and
+// ephemeral storage capacity.
+func TestNodeStatsAgainstKernel(t *testing.T) {
+	rs, is := framework.NewCRIClient(t)
+	root := t.TempDir()
+	p := stats.New(stats.Config{Runtime: rs, Images: is, Pods: podList{}, NodeName: "stats-node", RootDir: root, CgroupRoot: cgroupRoot})
+	s, err := p.Summary(framework.Ctx(t), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	statfs := func(path string) (capacity, avail, inodes, inodesFree uint64) {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(path, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Blocks * uint64(st.Bsize), st.Bavail * uint64(st.Bsize), st.Files, st.Ffree
+	}
+	checkFs := func(name string, fs *statsapi.FsStats, path string) {
+		t.Helper()
+		capacity, avail, inodes, free := statfs(path)
+		if fs == nil || fs.CapacityBytes == nil || fs.AvailableBytes == nil || fs.Inodes == nil || fs.InodesFree == nil {
+			t.Fatalf("%s: %+v", name, fs)
+		}
+		// Others write to the disk meanwhile: 2% of its size, 2% of inodes.
+		if *fs.CapacityBytes != capacity || !within(*fs.AvailableBytes, avail, capacity/50) ||
+			*fs.Inodes != inodes || !within(*fs.InodesFree, free, inodes/50+10) {
+			t.Errorf("%s: capacity %d avail %d inodes %d free %d; statfs(%s) %d %d %d %d", name,
+				*fs.CapacityBytes, *fs.AvailableBytes, *fs.Inodes, *fs.InodesFree, path, capacity, avail, inodes, free)
+		}
+	}
+	checkFs("nodefs", s.Node.Fs, root)
+	fsInfo, err := is.ImageFsInfo(framework.Ctx(t), &runtimeapi.ImageFsInfoRequest{})
+	if err != nil || len(fsInfo.ImageFilesystems) == 0 {
+		t.Fatalf("ImageFsInfo: %v %v", fsInfo, err)
+	}
+	mp := fsInfo.ImageFilesystems[0].FsId.Mountpoint
+	checkFs("imagefs", s.Node.Runtime.ImageFs, mp)
+	if used := fsInfo.ImageFilesystems[0].UsedBytes.GetValue(); *s.Node.Runtime.ImageFs.UsedBytes != used {
+		t.Errorf("imagefs used %d, CRI says %d", *s.Node.Runtime.ImageFs.UsedBytes, used)
+	}
+
+	// The task limit is the smaller of pid_max and threads-max.
+	readInt := func(path string) int64 {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	maxPID := min(readInt("/proc/sys/kernel/pid_max"), readInt("/proc/sys/kernel/threads-max"))
+	if r := s.Node.Rlimit; r == nil || r.MaxPID == nil || *r.MaxPID != maxPID || r.NumOfRunningProcesses == nil || *r.NumOfRunningProcesses <= 0 {
+		t.Errorf("rlimit %+v, want maxpid %d and a task count", r, maxPID)
+	} else {
+		var si syscall.Sysinfo_t
+		if err := syscall.Sysinfo(&si); err != nil {
+			t.Fatal(err)
+		}
+		// Tasks come and go: within 10% (and 50) of sysinfo's count.
+		if n, procs := *r.NumOfRunningProcesses, int64(si.Procs); !within(uint64(n), uint64(procs), uint64(procs/10+50)) {
+			t.Errorf("tasks %d, sysinfo %d", n, procs)
+		}
+	}
+
+	// Memory: capacity (available + working set) is MemTotal, as node
+	// capacity reports it.
+	total, _, _ := meminfo(t)
+	m := s.Node.Memory
+	if *m.AvailableBytes+*m.WorkingSetBytes != total {
+		t.Errorf("memory available %d + working set %d != MemTotal %d", *m.AvailableBytes, *m.WorkingSetBytes, total)
+	}
+	mi, err := nodestatus.ReadMachineInfo(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity, _, _, _ := statfs(root)
+	var st syscall.Statfs_t
+	syscall.Statfs(root, &st)
+	if uint64(mi.MemoryCapacity) != total || uint64(mi.EphemeralStorageCapacity) != st.Blocks*uint64(st.Frsize) ||
+		!within(uint64(mi.EphemeralStorageCapacity), capacity, capacity/100) {
+		t.Errorf("machine info memory %d ephemeral storage %d; MemTotal %d, statfs %d", mi.MemoryCapacity, mi.EphemeralStorageCapacity, total, capacity)
+	}
+	t.Logf("nodefs %d/%d bytes, imagefs %s %d/%d, maxPID %d, tasks %d, memory available %d of %d",
+		*s.Node.Fs.AvailableBytes, *s.Node.Fs.CapacityBytes, mp, *s.Node.Runtime.ImageFs.AvailableBytes, *s.Node.Runtime.ImageFs.CapacityBytes,
+		*s.Node.Rlimit.MaxPID, *s.Node.Rlimit.NumOfRunningProcesses, *m.AvailableBytes, total)
 }

@@ -54,8 +54,20 @@ func MergeStatus(api, kubelet v1.PodStatus) v1.PodStatus {
 			conds = append(conds, c)
 		}
 	}
+	// DisruptionTarget is shared: the kubelet's (an eviction) replaces the
+	// API's while the pod moves to a terminal phase, as upstream.
+	terminating := api.Phase != v1.PodSucceeded && api.Phase != v1.PodFailed && (kubelet.Phase == v1.PodSucceeded || kubelet.Phase == v1.PodFailed)
+	shared := map[v1.PodConditionType]bool{}
+	if terminating {
+		for _, c := range kubelet.Conditions {
+			if c.Type == v1.DisruptionTarget {
+				conds = append(conds, c)
+				shared[c.Type] = true
+			}
+		}
+	}
 	for _, c := range api.Conditions {
-		if !kubeletConditions[c.Type] {
+		if !kubeletConditions[c.Type] && !shared[c.Type] {
 			conds = append(conds, c)
 		}
 	}

@@ -51,6 +51,22 @@ func TestMergeStatus(t *testing.T) {
 	}
 }
 
+func TestMergeStatusEvictionDisruptionTarget(t *testing.T) {
+	api := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.DisruptionTarget, Status: v1.ConditionFalse, Reason: "Old"}}}
+	evicted := v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Conditions: []v1.PodCondition{
+		{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet},
+	}}
+	got := MergeStatus(api, evicted)
+	if len(got.Conditions) != 1 || got.Conditions[0].Reason != v1.PodReasonTerminationByKubelet {
+		t.Errorf("moving to Failed: conditions %+v, want the kubelet's DisruptionTarget", got.Conditions)
+	}
+	// Once terminal in the API, the API's condition stays.
+	api.Phase = v1.PodFailed
+	if got := MergeStatus(api, evicted); len(got.Conditions) != 1 || got.Conditions[0].Reason != "Old" {
+		t.Errorf("already terminal: conditions %+v, want the API's", got.Conditions)
+	}
+}
+
 func TestStatusPatchCarriesUID(t *testing.T) {
 	patch, err := statusPatch("u1", v1.PodStatus{Phase: v1.PodPending}, v1.PodStatus{Phase: v1.PodRunning})
 	if err != nil {

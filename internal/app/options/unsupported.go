@@ -62,6 +62,15 @@ var SupportedConfigFields = map[string]bool{
 	"eventRecordQPS":               true,
 	"eventBurst":                   true,
 	"enableControllerAttachDetach": true,
+	// Eviction (internal/eviction).
+	"evictionHard":                     true,
+	"evictionSoft":                     true,
+	"evictionSoftGracePeriod":          true,
+	"evictionPressureTransitionPeriod": true,
+	"evictionMaxPodGracePeriod":        true,
+	"evictionMinimumReclaim":           true,
+	"mergeDefaultEvictionSettings":     true,
+	"kernelMemcgNotification":          true,
 	// The kubelet API.
 	"authentication":                 true,
 	"authorization":                  true,
