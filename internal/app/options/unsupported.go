@@ -62,6 +62,16 @@ var SupportedConfigFields = map[string]bool{
 	"eventRecordQPS":               true,
 	"eventBurst":                   true,
 	"enableControllerAttachDetach": true,
+	// Cgroups (the container manager).
+	"cgroupsPerQOS":          true,
+	"cgroupDriver":           true,
+	"cgroupRoot":             true,
+	"cpuCFSQuota":            true,
+	"cpuCFSQuotaPeriod":      true,
+	"podPidsLimit":           true,
+	"enforceNodeAllocatable": true,
+	"systemReservedCgroup":   true,
+	"kubeReservedCgroup":     true,
 	// The kubelet API.
 	"authentication":                 true,
 	"authorization":                  true,
