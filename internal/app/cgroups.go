@@ -49,6 +49,9 @@ func startContainerManager(ctx context.Context, d cgroupDeps) (*cm.Manager, *cm.
 	if driver == cm.DriverSystemd && !cm.SystemdRunning() {
 		return nil, nil, fmt.Errorf("cgroupDriver is %q but systemd is not running on this machine (no /run/systemd/system): use cgroupDriver: cgroupfs, and the same driver in the container runtime", driver)
 	}
+	if err := checkCgroupV1(cfg, d.nodeName, d.recorder); err != nil {
+		return nil, nil, err
+	}
 	perQOS := derefBool(cfg.CgroupsPerQOS, true)
 	root := cfg.CgroupRoot
 	if perQOS && root == "" {
@@ -173,4 +176,23 @@ func activePods(pods *pod.Manager, workers *podworkers.PodWorkers) []*v1.Pod {
 		out = append(out, p)
 	}
 	return out
+}
+
+// cgroupV1Message is upstream's wording for running on cgroup v1.
+const cgroupV1Message = "cgroup v1 support is unsupported and will be removed in a future release"
+
+// checkCgroupV1 refuses a cgroup v1 host unless failCgroupV1 is false, as
+// upstream's kubelet does since v1.35; allowed, it warns with a CgroupV1
+// event on the Node.
+func checkCgroupV1(cfg *kubeletconfig.KubeletConfiguration, nodeName string, recorder events.Recorder) error {
+	fs, err := cm.DetectFS(cm.DefaultRoot, cm.DriverCgroupfs)
+	if err != nil || fs.Version != cm.V1 {
+		return nil // no cgroups at all is reported where they are needed
+	}
+	if derefBool(cfg.FailCgroupV1, true) {
+		return fmt.Errorf("failed to validate kubelet configuration, error: kubelet is configured to not run on a host using cgroup v1. %s (set failCgroupV1: false to run on it anyway)", cgroupV1Message)
+	}
+	klog.InfoS("Running on cgroup v1 because failCgroupV1 is false; " + cgroupV1Message)
+	recorder.Eventf(nodestatus.NodeRef(nodeName), v1.EventTypeWarning, cm.ReasonCgroupV1, "%s", cgroupV1Message)
+	return nil
 }

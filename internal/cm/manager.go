@@ -40,6 +40,8 @@ const (
 const (
 	ReasonSuccessfulNodeAllocatableEnforcement = "NodeAllocatableEnforced"
 	ReasonFailedNodeAllocatableEnforcement     = "FailedNodeAllocatableEnforcement"
+	// ReasonCgroupV1 warns that the node runs the deprecated cgroup v1.
+	ReasonCgroupV1 = "CgroupV1"
 )
 
 // allocatableRetry is how often a failed kubepods update is retried (the

@@ -154,10 +154,13 @@ func TestPodCgroupsQoSAndOOM(t *testing.T) {
 // cannot be set up as configured.
 func TestCgroupStartupErrors(t *testing.T) {
 	cases := []struct {
-		name string
-		args []string
-		want string
+		name     string
+		args     []string
+		failOnV1 bool
+		want     string
 	}{
+		{name: "cgroup v1 refused unless failCgroupV1 is false", failOnV1: true,
+			want: `kubelet is configured to not run on a host using cgroup v1`},
 		{name: "cgroupRoot missing", args: []string{"--cgroup-root", "/seed-cm-does-not-exist"},
 			want: `does not exist: missing /sys/fs/cgroup/cpu/seed-cm-does-not-exist`},
 		{name: "systemd driver without systemd", args: []string{"--cgroup-driver", "systemd"},
@@ -169,6 +172,13 @@ func TestCgroupStartupErrors(t *testing.T) {
 				t.Skip("systemd runs here")
 			}
 			k := framework.NewKubelet(t)
+			if tc.failOnV1 {
+				data, err := os.ReadFile(k.ConfigPath)
+				if err != nil {
+					t.Fatal(err)
+				}
+				os.WriteFile(k.ConfigPath, []byte(strings.Replace(string(data), "failCgroupV1: false", "failCgroupV1: true", 1)), 0o644)
+			}
 			cmd := exec.Command(framework.KubeletBinary(t), append(k.Args(), tc.args...)...)
 			out, err := cmd.CombinedOutput()
 			ee, ok := err.(*exec.ExitError)

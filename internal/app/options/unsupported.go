@@ -72,6 +72,7 @@ var SupportedConfigFields = map[string]bool{
 	"enforceNodeAllocatable": true,
 	"systemReservedCgroup":   true,
 	"kubeReservedCgroup":     true,
+	"failCgroupV1":           true,
 	// The kubelet API.
 	"authentication":                 true,
 	"authorization":                  true,

@@ -138,6 +138,7 @@ address: 127.0.0.1
 port: %d
 containerRuntimeEndpoint: %s
 failSwapOn: false
+failCgroupV1: false
 cgroupRoot: %s
 %s
 %s
