@@ -61,7 +61,7 @@ func newEvictionManager(d evictionDeps) (*eviction.Manager, error) {
 		Summary:                  d.stats, Killer: d.killer, Recorder: d.recorder, Clock: d.clock,
 		NodeRef: nodestatus.NodeRef(d.nodeName),
 		ActivePods: func() []*v1.Pod {
-			return activePods(d.pods.List(), d.workers.States())
+			return evictablePods(d.pods.List(), d.workers.States())
 		},
 		DedicatedImageFs: func(ctx context.Context) (bool, error) {
 			return dedicatedImageFs(ctx, d.rootDir, d.images)
@@ -79,9 +79,9 @@ func newEvictionManager(d evictionDeps) (*eviction.Manager, error) {
 	return eviction.New(mc)
 }
 
-// activePods are the pods eviction may choose from: those whose worker is
+// evictablePods are the pods eviction may choose from: those whose worker is
 // still syncing them (admitted, not being stopped).
-func activePods(pods []*v1.Pod, states map[types.UID]podworkers.PodState) []*v1.Pod {
+func evictablePods(pods []*v1.Pod, states map[types.UID]podworkers.PodState) []*v1.Pod {
 	var out []*v1.Pod
 	for _, p := range pods {
 		if s, ok := states[p.UID]; ok && s.State == podworkers.Syncing {

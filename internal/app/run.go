@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/app/options"
+	"github.com/seed-kubelet/kubelet/internal/cm"
 	"github.com/seed-kubelet/kubelet/internal/config"
 	"github.com/seed-kubelet/kubelet/internal/containergc"
 	"github.com/seed-kubelet/kubelet/internal/cri"
@@ -112,6 +113,19 @@ func Run(ctx context.Context, o *options.Options) error {
 		recorder = eventRecorder(ctx, cl.events, nodeName)
 		inputs = podinputs.New(podinputs.Config{Client: cl.main, Clock: clk, Recorder: recorder})
 	}
+	// The pod workers start later; the container manager asks them which
+	// pods still hold resources.
+	var workers *podworkers.PodWorkers
+	containerMgr, cgroupFS, err := startContainerManager(ctx, cgroupDeps{
+		cfg: cfg, flags: flags, nodeName: nodeName, runtime: client.Runtime, recorder: recorder, clock: clk,
+		activePods: func() []*v1.Pod { return activePods(podMgr, workers) },
+	})
+	if err != nil {
+		return err
+	}
+	if err := startOOMWatcher(ctx, nodeName, recorder); err != nil {
+		return err
+	}
 	node := &nodeState{}
 	if cl != nil {
 		mirrors = mirror.NewManager(mirror.New(mirror.Config{Client: cl.main, NodeName: nodeName, NodeUID: node.uid}), podMgr)
@@ -125,7 +139,10 @@ func Run(ctx context.Context, o *options.Options) error {
 	spec := criconfig.Options{
 		NodeName: nodeName, PodLogsDir: cfg.PodLogsDir, ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain,
 		ResolvConf: derefString(cfg.ResolverConfig), MachineMemoryBytes: machineMemory, MachineCPUMilli: int64(runtime.NumCPU()) * 1000,
-		HostIPs: hostIPs,
+		HostIPs: hostIPs, DisableCPUCFSQuota: !derefBool(cfg.CPUCFSQuota, true), CgroupV2: cgroupFS != nil && cgroupFS.Version == cm.V2,
+	}
+	if cfg.CPUCFSQuotaPeriod != nil {
+		spec.CPUCFSQuotaPeriod = cfg.CPUCFSQuotaPeriod.Microseconds()
 	}
 	var creds kuberuntime.PullCredentials
 	if inputs != nil {
@@ -151,13 +168,12 @@ func Run(ctx context.Context, o *options.Options) error {
 		Runtime: client.Runtime, Images: puller, Clock: clk, Recorder: recorder, Spec: spec, Credentials: creds,
 		PodsDir: podsDir, ContainerLogsDir: containerLogsDir, HostIPs: hostIPs,
 		DeadContainerMinAge: gcPolicy.MinAge, CleanLogs: logRotation.Clean,
-		Mounts: volumes.Mounts, TearDownVolumes: volumes.TearDown,
+		Mounts: volumes.Mounts, TearDownVolumes: volumes.TearDown, PodCgroups: containerMgr,
 		RunHook: func(ctx context.Context, h *v1.LifecycleHandler, c *v1.Container, id, podIP string, timeout time.Duration) error {
 			return prober.RunHook(ctx, h, c, id, podIP, client.Runtime, clk, timeout)
 		},
 	})
 	// The prober wakes the pod's worker whenever a probe result changes.
-	var workers *podworkers.PodWorkers
 	probes := prober.New(prober.Config{
 		Runtime: client.Runtime, Clock: clk, Recorder: recorder,
 		OnUpdate: func(u prober.Update) {
@@ -232,6 +248,7 @@ func Run(ctx context.Context, o *options.Options) error {
 
 	dcfg := syncloop.DispatcherConfig{
 		Pods: podMgr, Workers: workers, Runtime: runtimeMgr, SourcesReady: sourcesReady,
+		CleanupPodCgroups: containerMgr.Housekeeping,
 	}
 	ni, err := newNodeInputs(cfg, flags, nodeName, hostIPs, version.RuntimeName+"://"+version.RuntimeVersion,
 		client.Runtime, client.Image, func() error { _, err := p.Healthy(); return err })

@@ -51,7 +51,8 @@ type Options struct {
 	MachineMemoryBytes           int64
 	MachineCPUMilli              int64
 	MachineEphemeralStorageBytes int64
-	// CgroupParent is the pod cgroup parent, passed through (may be "").
+	// CgroupParent is the sandbox's cgroup parent, passed through (may be
+	// ""); the runtime manager sets it per pod to the pod's cgroup.
 	CgroupParent string
 	// EnvSource resolves config maps, secrets and service variables; nil in
 	// standalone mode, where config map and secret references are errors.

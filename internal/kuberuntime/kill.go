@@ -139,6 +139,12 @@ func (m *Manager) RemovePod(ctx context.Context, st *PodStatus) error {
 		}
 		os.RemoveAll(m.PodDir(st.UID))
 		os.RemoveAll(criconfig.PodLogDir(m.cfg.Spec.PodLogsDir, st.Namespace, st.Name, st.UID))
+		if m.cfg.PodCgroups != nil {
+			// Housekeeping retries what is left (processes still exiting).
+			if err := m.cfg.PodCgroups.RemovePod(st.UID); err != nil {
+				klog.V(2).InfoS("Pod cgroup not removed yet", "pod", klog.KRef(st.Namespace, st.Name), "podUID", st.UID, "err", err)
+			}
+		}
 	}
 	return nil
 }

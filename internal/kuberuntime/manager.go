@@ -68,6 +68,19 @@ type Config struct {
 	HostIPs []string
 	// RuntimeHandler for RunPodSandbox (runtimeClassName); may be "".
 	RuntimeHandler string
+	// PodCgroups creates each pod's cgroup before its sandbox (the
+	// sandbox's cgroup parent) and removes it with the pod; nil leaves the
+	// cgroup parent as Spec.CgroupParent says.
+	PodCgroups PodCgroups
+}
+
+// PodCgroups is what the runtime manager needs of the container manager.
+type PodCgroups interface {
+	// EnsurePod creates the pod's cgroup when missing and returns the
+	// cgroup parent for its sandbox.
+	EnsurePod(pod *v1.Pod) (string, error)
+	// RemovePod removes the pod's cgroup.
+	RemovePod(uid types.UID) error
 }
 
 // Manager acts on the runtime for pods. It is safe for concurrent use on
@@ -152,7 +165,16 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, unhea
 	}
 
 	sandboxID := actions.SandboxID
-	sandboxConfig, warnings, err := criconfig.SandboxConfig(pod, actions.Attempt, m.cfg.Spec)
+	spec := m.cfg.Spec
+	if m.cfg.PodCgroups != nil {
+		parent, err := m.cfg.PodCgroups.EnsurePod(pod)
+		if err != nil {
+			res.Err = fmt.Errorf("failed to ensure that the pod: %v cgroups exist and are correctly applied: %w", pod.UID, err)
+			return res
+		}
+		spec.CgroupParent = parent
+	}
+	sandboxConfig, warnings, err := criconfig.SandboxConfig(pod, actions.Attempt, spec)
 	if err != nil {
 		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedCreatePodSbx, "Failed to generate sandbox config for pod %q: %v", pod.Name, err)
 		res.Err = fmt.Errorf("generate sandbox config: %w", err)

@@ -60,6 +60,9 @@ type DispatcherConfig struct {
 	// StatusChanged asks for a pod's status to be written again (a new
 	// mirror pod needs its static pod's status at once); may be nil.
 	StatusChanged func(uid types.UID)
+	// CleanupPodCgroups removes the pod cgroups of UIDs not in keep (pods
+	// the kubelet knows or the runtime has); may be nil.
+	CleanupPodCgroups func(keep map[types.UID]bool)
 }
 
 // MirrorHandler deletes mirror pods.
@@ -242,6 +245,9 @@ func (d *Dispatcher) HandleHousekeeping(ctx context.Context) {
 	}
 	for uid := range onRuntime {
 		keep[uid] = true
+	}
+	if d.cfg.CleanupPodCgroups != nil {
+		d.cfg.CleanupPodCgroups(keep)
 	}
 	for _, dir := range d.cfg.Runtime.OrphanedPodDirs(keep) {
 		klog.V(2).InfoS("Removing orphaned pod directory", "path", dir)

@@ -35,8 +35,16 @@ type flavor struct {
 //   - anonymous authentication, AlwaysAllow authorization: no API server to
 //     ask (its defaults are webhook);
 //   - cgroupsPerQOS: false, enforceNodeAllocatable: []: no kubepods
-//     hierarchy (ours has no pod cgroups either), so it neither creates
+//     hierarchy (ours runs without it too), so it neither creates
 //     cgroups nor "cleans up" orphaned pod cgroups of anything else here.
+//
+// oursExtraConfig gives our kubelet the same cgroup settings, so both do
+// the same work and neither touches the shared /kubepods hierarchy.
+const oursExtraConfig = `failCgroupV1: false
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+`
+
 const upstreamExtraConfig = `failCgroupV1: false
 authentication:
   anonymous:

@@ -214,7 +214,7 @@ func main() {
 	var flavors []*flavorResult
 	var fls []flavor
 	if o.ours != "" {
-		fls = append(fls, flavor{Name: "ours", Binary: o.ours})
+		fls = append(fls, flavor{Name: "ours", Binary: o.ours, ExtraConfig: oursExtraConfig})
 	}
 	if o.upstream != "" {
 		fls = append(fls, flavor{Name: "upstream", Binary: o.upstream, ExtraConfig: upstreamExtraConfig})

@@ -232,7 +232,7 @@ func TestParseFlagValues(t *testing.T) {
 }
 
 func TestParseWarnings(t *testing.T) {
-	file := writeFile(t, t.TempDir(), "kubelet.yaml", header+"cgroupRoot: /fromfile\nkubeReservedCgroup: /kube\nsyncFrequency: 20s\n")
+	file := writeFile(t, t.TempDir(), "kubelet.yaml", header+"kubeletCgroups: /fromfile\ntopologyManagerScope: pod\nsyncFrequency: 20s\n")
 	cases := []struct {
 		name string
 		args []string
@@ -240,19 +240,19 @@ func TestParseWarnings(t *testing.T) {
 	}{
 		{
 			name: "unsupported flags warn once each, supported deprecated flags say so",
-			args: []string{"--cgroup-root=/a", "--cgroup-root=/b", "--pod-infra-container-image=pause", "--max-pods=10"},
+			args: []string{"--kubelet-cgroups=/a", "--kubelet-cgroups=/b", "--pod-infra-container-image=pause", "--max-pods=10"},
 			want: []string{
-				"flag --cgroup-root is accepted for compatibility but not supported by this kubelet; it has no effect",
+				"flag --kubelet-cgroups is accepted for compatibility but not supported by this kubelet; it has no effect",
 				"flag --max-pods has been deprecated: " + configDeprecation,
 				"flag --pod-infra-container-image is accepted for compatibility but not supported by this kubelet; it has no effect",
 			},
 		},
 		{
 			name: "unsupported file fields warn; a field also set by a warned flag warns once",
-			args: []string{"--config", file, "--cgroup-root=/flag"},
+			args: []string{"--config", file, "--kubelet-cgroups=/flag"},
 			want: []string{
-				"flag --cgroup-root is accepted for compatibility but not supported by this kubelet; it has no effect",
-				"configuration field kubeReservedCgroup is set but not supported by this kubelet; it has no effect",
+				"flag --kubelet-cgroups is accepted for compatibility but not supported by this kubelet; it has no effect",
+				"configuration field topologyManagerScope is set but not supported by this kubelet; it has no effect",
 			},
 		},
 		{

@@ -71,6 +71,17 @@ var SupportedConfigFields = map[string]bool{
 	"evictionMinimumReclaim":           true,
 	"mergeDefaultEvictionSettings":     true,
 	"kernelMemcgNotification":          true,
+	// Cgroups (the container manager).
+	"cgroupsPerQOS":          true,
+	"cgroupDriver":           true,
+	"cgroupRoot":             true,
+	"cpuCFSQuota":            true,
+	"cpuCFSQuotaPeriod":      true,
+	"podPidsLimit":           true,
+	"enforceNodeAllocatable": true,
+	"systemReservedCgroup":   true,
+	"kubeReservedCgroup":     true,
+	"failCgroupV1":           true,
 	// The kubelet API.
 	"authentication":                 true,
 	"authorization":                  true,

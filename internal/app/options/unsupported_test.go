@@ -26,10 +26,10 @@ func TestUnsupportedConfigFields(t *testing.T) {
 			c.Logging.Verbosity = 4
 		}, nil},
 		{"unsupported fields changed", func(c *kubeletconfigv1beta1.KubeletConfiguration) {
-			c.CgroupRoot = "/kubepods"
+			c.KubeletCgroups = "/kubelet"
 			c.Authentication.Anonymous.Enabled = ptr.To(true)
-			c.KubeReservedCgroup = "/kube"
-		}, []string{"cgroupRoot", "kubeReservedCgroup"}},
+			c.TopologyManagerScope = "pod"
+		}, []string{"kubeletCgroups", "topologyManagerScope"}},
 		{"unsupported field set to its default value", func(c *kubeletconfigv1beta1.KubeletConfiguration) {
 			c.NodeLeaseDurationSeconds = 40
 		}, nil},
@@ -90,7 +90,7 @@ func TestUnsupportedFlagsConsistent(t *testing.T) {
 	}{
 		{"config", false}, {"kubeconfig", false}, {"node-labels", false}, {"v", false}, {"vmodule", false},
 		{"pod-manifest-path", false}, {"max-pods", false}, {"runonce", false}, {"container-runtime-endpoint", false}, {"fail-swap-on", false},
-		{"cgroup-root", true}, {"anonymous-auth", false}, {"eviction-hard", false}, {"pod-infra-container-image", true},
+		{"cgroup-root", false}, {"kubelet-cgroups", true}, {"anonymous-auth", false}, {"eviction-hard", false}, {"pod-infra-container-image", true},
 		{"housekeeping-interval", true}, {"cloud-provider", true}, {"log-json-split-stream", true},
 	}
 	for _, tc := range cases {

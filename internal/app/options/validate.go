@@ -308,11 +308,11 @@ func (v *validator) validateEnforceNodeAllocatable(c *kubeletconfigv1beta1.Kubel
 	for i, level := range c.EnforceNodeAllocatable {
 		switch level {
 		case "pods":
-		case "system-reserved":
+		case "system-reserved", "system-reserved-compressible":
 			if c.SystemReservedCgroup == "" {
 				v.invalid(path.Index(i), level, "requires systemReservedCgroup to be set")
 			}
-		case "kube-reserved":
+		case "kube-reserved", "kube-reserved-compressible":
 			if c.KubeReservedCgroup == "" {
 				v.invalid(path.Index(i), level, "requires kubeReservedCgroup to be set")
 			}
@@ -321,7 +321,7 @@ func (v *validator) validateEnforceNodeAllocatable(c *kubeletconfigv1beta1.Kubel
 				v.invalid(path.Index(i), level, "must be the only entry when given")
 			}
 		default:
-			v.errs = append(v.errs, field.NotSupported(path.Index(i), level, []string{"pods", "system-reserved", "kube-reserved", "none"}))
+			v.errs = append(v.errs, field.NotSupported(path.Index(i), level, []string{"pods", "system-reserved", "kube-reserved", "system-reserved-compressible", "kube-reserved-compressible", "none"}))
 		}
 	}
 }

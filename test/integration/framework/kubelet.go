@@ -78,12 +78,14 @@ type Kubelet struct {
 	ReadOnlyPort int
 	HealthzPort  int
 	// Port is the authenticated kubelet API (10250 upstream).
-	Port      int
-	LogPath   string
-	ExtraArgs []string
-	cmd       *exec.Cmd
-	exited    chan struct{}
-	exitErr   error
+	Port int
+	// CgroupRoot is the kubelet's own cgroupRoot, created for it.
+	CgroupRoot string
+	LogPath    string
+	ExtraArgs  []string
+	cmd        *exec.Cmd
+	exited     chan struct{}
+	exitErr    error
 }
 
 // StandaloneAuth is the kubelet API's authentication for standalone tests:
@@ -120,6 +122,8 @@ func NewKubeletWithAuth(t testing.TB, authConfig string, extraConfig ...string) 
 		Port:         FreePort(t),
 		LogPath:      filepath.Join(dir, "kubelet.log"),
 	}
+	k.CgroupRoot = "/seed-" + k.NodeName
+	CreateCgroupRoot(t, k.CgroupRoot)
 	if err := os.MkdirAll(k.ManifestDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -134,9 +138,11 @@ address: 127.0.0.1
 port: %d
 containerRuntimeEndpoint: %s
 failSwapOn: false
+failCgroupV1: false
+cgroupRoot: %s
 %s
 %s
-`, k.ManifestDir, k.ReadOnlyPort, k.HealthzPort, k.Port, RuntimeEndpoint(), authConfig, strings.Join(extraConfig, "\n"))
+`, k.ManifestDir, k.ReadOnlyPort, k.HealthzPort, k.Port, RuntimeEndpoint(), k.CgroupRoot, authConfig, strings.Join(extraConfig, "\n"))
 	if err := os.WriteFile(k.ConfigPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -145,14 +151,15 @@ failSwapOn: false
 		RemovePodsOfNode(t, k.NodeName)
 		if t.Failed() {
 			if data, err := os.ReadFile(k.LogPath); err == nil {
-				t.Logf("kubelet log (last 60 lines):\n%s", tail(string(data), 60))
+				t.Logf("kubelet log (last 60 lines):\n%s", Tail(string(data), 60))
 			}
 		}
 	})
 	return k
 }
 
-func tail(s string, n int) string {
+// Tail returns the last n lines of s.
+func Tail(s string, n int) string {
 	lines := strings.Split(s, "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
@@ -188,7 +195,7 @@ func (k *Kubelet) Start() {
 		select {
 		case <-k.exited:
 			data, _ := os.ReadFile(k.LogPath)
-			k.t.Fatalf("kubelet exited during start-up: %v\n%s", k.exitErr, tail(string(data), 40))
+			k.t.Fatalf("kubelet exited during start-up: %v\n%s", k.exitErr, Tail(string(data), 40))
 		default:
 		}
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", k.HealthzPort))
