@@ -133,10 +133,24 @@ func (s *nodeState) uid() types.UID {
 	return ""
 }
 
-// admit is the dispatcher's admission check against the current Node.
-func admitter(node func() *v1.Node) func(p *v1.Pod, active []*v1.Pod) (bool, string, string) {
+// admit is the dispatcher's admission check against the current Node:
+// sysctls first, then the node predicates, in upstream's handler order.
+func admitter(sysctls *admission.SysctlAllowlist, node func() *v1.Node) func(p *v1.Pod, active []*v1.Pod) (bool, string, string) {
 	return func(p *v1.Pod, active []*v1.Pod) (bool, string, string) {
+		if r := sysctls.Admit(p); !r.Admit {
+			return r.Admit, r.Reason, r.Message
+		}
 		r := admission.Admit(p, node(), active)
 		return r.Admit, r.Reason, r.Message
 	}
+}
+
+// sysctlAllowlist is the safe sysctls for this kernel plus
+// allowedUnsafeSysctls; a bad pattern stops the kubelet, as upstream.
+func sysctlAllowlist(allowedUnsafe []string, kernelRelease string) (*admission.SysctlAllowlist, error) {
+	w, err := admission.NewSysctlAllowlist(append(admission.SafeSysctls(kernelRelease), allowedUnsafe...))
+	if err != nil {
+		return nil, fmt.Errorf("allowedUnsafeSysctls: %w", err)
+	}
+	return w, nil
 }

@@ -72,6 +72,8 @@ var SupportedConfigFields = map[string]bool{
 	"enableDebuggingHandlers":        true,
 	"enableProfilingHandler":         true,
 	"streamingConnectionIdleTimeout": true,
+	// Pod security.
+	"allowedUnsafeSysctls": true,
 }
 
 // UnsupportedFlags lists, sorted, every flag that is accepted so existing
