@@ -310,9 +310,7 @@ func (m *Manager) configMap(ctx context.Context, ns, name string, optional bool)
 		if optional {
 			return nil, nil
 		}
-		if err != nil {
-			return nil, err
-		}
+		// Upstream's wording (its object cache names the resource singular).
 		return nil, fmt.Errorf("configmap %q not found", name)
 	}
 	if err != nil {
@@ -333,9 +331,6 @@ func (m *Manager) secret(ctx context.Context, ns, name string, optional bool) (*
 	if m.cfg.Sources == nil || apierrors.IsNotFound(err) {
 		if optional {
 			return nil, nil
-		}
-		if err != nil {
-			return nil, err
 		}
 		return nil, fmt.Errorf("secret %q not found", name)
 	}
