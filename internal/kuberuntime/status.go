@@ -124,6 +124,7 @@ func containerStatusFromCRI(s *runtimeapi.ContainerStatus, sandboxID string) *Co
 		Message:      s.Message,
 		SandboxID:    sandboxID,
 		GracePeriod:  meta.PodTerminationGracePeriod,
+		PreStop:      meta.PreStopHandler,
 	}
 	if meta.PodDeletionGracePeriod != nil {
 		cs.GracePeriod = meta.PodDeletionGracePeriod
