@@ -194,3 +194,21 @@ func TestOwnershipMode(t *testing.T) {
 		}
 	}
 }
+
+// Setting an emptyDir up again (a tmpfs check, a kubelet restart) keeps
+// the setgid bit an fsGroup gave it.
+func TestEmptyDirSetUpKeepsSetgid(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ed")
+	if err := setUpEmptyDir("ed", dir, &v1.EmptyDirVolumeSource{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777|os.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	if err := setUpEmptyDir("ed", dir, &v1.EmptyDirVolumeSource{}); err != nil {
+		t.Fatal(err)
+	}
+	if mode, _ := statOf(t, dir); mode&os.ModeSetgid == 0 || mode.Perm() != 0o777 {
+		t.Fatalf("mode %v after a second set-up", mode)
+	}
+}
