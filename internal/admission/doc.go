@@ -1,6 +1,7 @@
 // Package admission owns the node-side checks made before a pod may start
 // (upstream's predicate admit handler): OS, resources, node selector and
-// affinity, node name, host ports and NoExecute taints.
+// affinity, node name, host ports and NoExecute taints, and the sysctl
+// allowlist (the safe set plus allowedUnsafeSysctls).
 // Invariants: every function is pure over its inputs and never mutates them;
 // the caller passes only active (admitted, not terminated) pods.
 package admission

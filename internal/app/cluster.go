@@ -18,6 +18,7 @@ import (
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 
+	"github.com/seed-kubelet/kubelet/internal/admission"
 	"github.com/seed-kubelet/kubelet/internal/app/options"
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
@@ -166,6 +167,7 @@ type clusterDeps struct {
 	mirrors  *mirror.Manager
 	// pressureAdmit is the eviction manager's admission check.
 	pressureAdmit func(*v1.Pod) (bool, string, string)
+	sysctls       *admission.SysctlAllowlist
 }
 
 // startCluster starts what a node of a cluster runs beside the sync loop
@@ -206,7 +208,7 @@ func startCluster(ctx context.Context, d clusterDeps, dcfg *syncloop.DispatcherC
 	go nc.Run(ctx)
 	d.recorder.Eventf(nodestatus.NodeRef(d.nodeName), v1.EventTypeNormal, events.StartingKubelet, "Starting kubelet.")
 	// Admission follows the Node the API server has (labels, taints).
-	dcfg.Admit = admitter(func() *v1.Node {
+	dcfg.Admit = admitter(d.sysctls, func() *v1.Node {
 		if n, ok := nc.Node(); ok {
 			return n
 		}

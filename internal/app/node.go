@@ -164,17 +164,30 @@ func (s *nodeState) uid() types.UID {
 	return ""
 }
 
-// admitter is the dispatcher's admission check: the eviction manager's
-// pressure check first (as upstream's admit handlers run), then the
+// admitter is the dispatcher's admission check, in upstream's handler
+// order: the eviction manager's pressure check, then sysctls, then the
 // predicates against the current Node.
-func admitter(node func() *v1.Node, pressure func(*v1.Pod) (bool, string, string)) func(p *v1.Pod, active []*v1.Pod) (bool, string, string) {
+func admitter(sysctls *admission.SysctlAllowlist, node func() *v1.Node, pressure func(*v1.Pod) (bool, string, string)) func(p *v1.Pod, active []*v1.Pod) (bool, string, string) {
 	return func(p *v1.Pod, active []*v1.Pod) (bool, string, string) {
 		if pressure != nil {
 			if ok, reason, msg := pressure(p); !ok {
 				return false, reason, msg
 			}
 		}
+		if r := sysctls.Admit(p); !r.Admit {
+			return r.Admit, r.Reason, r.Message
+		}
 		r := admission.Admit(p, node(), active)
 		return r.Admit, r.Reason, r.Message
 	}
+}
+
+// sysctlAllowlist is the safe sysctls for this kernel plus
+// allowedUnsafeSysctls; a bad pattern stops the kubelet, as upstream.
+func sysctlAllowlist(allowedUnsafe []string, kernelRelease string) (*admission.SysctlAllowlist, error) {
+	w, err := admission.NewSysctlAllowlist(append(admission.SafeSysctls(kernelRelease), allowedUnsafe...))
+	if err != nil {
+		return nil, fmt.Errorf("allowedUnsafeSysctls: %w", err)
+	}
+	return w, nil
 }

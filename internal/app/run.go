@@ -257,10 +257,14 @@ func Run(ctx context.Context, o *options.Options) error {
 	}
 	ni.pressure = evictionMgr.Conditions
 	node.set(ni.localNode(clk.Now()))
-	dcfg.Admit = admitter(node.get, evictionMgr.Admit)
+	sysctls, err := sysctlAllowlist(cfg.AllowedUnsafeSysctls, ni.static.Machine.KernelVersion)
+	if err != nil {
+		return err
+	}
+	dcfg.Admit = admitter(sysctls, node.get, evictionMgr.Admit)
 	if cl != nil {
 		startCluster(ctx, clusterDeps{
-			cfg: cfg, nodeName: nodeName, clock: clk, clients: cl, recorder: recorder, inputs: ni, node: node,
+			cfg: cfg, nodeName: nodeName, clock: clk, clients: cl, recorder: recorder, inputs: ni, node: node, sysctls: sysctls,
 			pods: podMgr, statuses: statusMgr, workers: workers, mirrors: mirrors, pressureAdmit: evictionMgr.Admit,
 		}, &dcfg)
 	}

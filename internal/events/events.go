@@ -60,3 +60,9 @@ func (LogRecorder) Eventf(obj runtime.Object, eventtype, reason, messageFmt stri
 	}
 	klog.V(2).InfoS("Event", "object", ref, "kind", kind, "type", eventtype, "reason", reason, "message", msg)
 }
+
+// Reasons of the pod spec's volume and security checks.
+const (
+	// FailedMount: a volume could not be set up; the pod waits for it.
+	FailedMount = "FailedMount"
+)

@@ -52,11 +52,17 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, grace
 		wg.Add(1)
 		go func(c *ContainerStatus) {
 			defer wg.Done()
-			grace := gracePeriod
-			if pod == nil && grace == nil {
-				grace = c.GracePeriod
+			grace, owner := gracePeriod, pod
+			if pod == nil {
+				if grace == nil {
+					grace = c.GracePeriod
+				}
+				// As upstream, the container's labels and annotations
+				// stand in for the spec the kubelet no longer has, so
+				// its preStop hook still runs.
+				owner = RestoredPod(st, c)
 			}
-			if err := m.killContainer(ctx, pod, c.ID, c.Name, "", grace); err != nil {
+			if err := m.killContainer(ctx, owner, c.ID, c.Name, "", grace); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -244,6 +250,21 @@ func hasMountBelow(mounts []string, dir string) bool {
 		}
 	}
 	return false
+}
+
+// RestoredPod rebuilds what the kubelet knows of a pod it has no spec for
+// from one of its containers: identity, grace period and that container's
+// preStop handler. It is pure.
+func RestoredPod(st *PodStatus, c *ContainerStatus) *v1.Pod {
+	pod := &v1.Pod{}
+	pod.Name, pod.Namespace, pod.UID = st.Name, st.Namespace, st.UID
+	pod.Spec.TerminationGracePeriodSeconds = c.GracePeriod
+	spec := v1.Container{Name: c.Name}
+	if c.PreStop != nil {
+		spec.Lifecycle = &v1.Lifecycle{PreStop: c.PreStop}
+	}
+	pod.Spec.Containers = []v1.Container{spec}
+	return pod
 }
 
 // specOf finds a container of pod (app, init or ephemeral) by name.

@@ -279,6 +279,12 @@ func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.P
 		return false
 	}
 
+	imageUID, imageUsername, err := m.imageUser(ctx, imageRef)
+	if err != nil {
+		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Error: %v", err)
+		res.fail(c.Name, ReasonCreateConfigError, err.Error())
+		return false
+	}
 	mounts, err := m.containerMounts(pod, c, podIPs)
 	if err != nil {
 		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Error: %v", err)
@@ -287,7 +293,7 @@ func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.P
 	}
 	cfg, err := criconfig.ContainerConfig(ctx, criconfig.ContainerInputs{
 		Pod: pod, Container: c, RestartCount: restartCount, PodIPs: podIPs, HostIPs: m.hostIPs(),
-		ImageRef: imageRef, Mounts: mounts, SandboxConfig: sandboxConfig,
+		ImageRef: imageRef, ImageUID: imageUID, ImageUsername: imageUsername, Mounts: mounts, SandboxConfig: sandboxConfig,
 	}, m.cfg.Spec)
 	if err != nil {
 		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Error: %v", err)

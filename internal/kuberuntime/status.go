@@ -3,7 +3,6 @@ package kuberuntime
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"time"
 
@@ -13,10 +12,6 @@ import (
 
 	"github.com/seed-kubelet/kubelet/internal/criconfig"
 )
-
-// maxTerminationMessage is the most the kubelet reads of a container's
-// termination message file, as upstream.
-const maxTerminationMessage = 4096
 
 // GetPodStatus asks the runtime for everything it has of one pod.
 func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*PodStatus, error) {
@@ -129,6 +124,7 @@ func containerStatusFromCRI(s *runtimeapi.ContainerStatus, sandboxID string) *Co
 		Message:      s.Message,
 		SandboxID:    sandboxID,
 		GracePeriod:  meta.PodTerminationGracePeriod,
+		PreStop:      meta.PreStopHandler,
 	}
 	if meta.PodDeletionGracePeriod != nil {
 		cs.GracePeriod = meta.PodDeletionGracePeriod
@@ -136,28 +132,16 @@ func containerStatusFromCRI(s *runtimeapi.ContainerStatus, sandboxID string) *Co
 	if cs.Image == "" {
 		cs.Image = s.GetImage().GetImage()
 	}
-	if cs.State == StateExited && cs.Message == "" && meta.TerminationMessagePath != "" {
-		cs.Message = readTerminationMessage(s.Mounts, meta.TerminationMessagePath)
+	if cs.State == StateExited {
+		// As upstream, the container's own message enriches the runtime's.
+		if msg := terminationMessage(s, meta.TerminationMessagePath, meta.TerminationMessagePolicy); msg != "" {
+			if cs.Message != "" {
+				cs.Message += ": "
+			}
+			cs.Message += msg
+		}
 	}
 	return cs
-}
-
-// readTerminationMessage reads the host side of the termination-log mount.
-func readTerminationMessage(mounts []*runtimeapi.Mount, containerPath string) string {
-	for _, mnt := range mounts {
-		if mnt.ContainerPath != containerPath {
-			continue
-		}
-		f, err := os.Open(mnt.HostPath)
-		if err != nil {
-			return ""
-		}
-		defer f.Close()
-		buf := make([]byte, maxTerminationMessage)
-		n, _ := f.Read(buf)
-		return string(buf[:n])
-	}
-	return ""
 }
 
 // GetPods lists every pod the kubelet created on the runtime, grouped by

@@ -3,6 +3,7 @@ package kuberuntime
 import (
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -36,6 +37,9 @@ type ContainerStatus struct {
 	// GracePeriod recorded on the container when it was created, used to
 	// stop containers of pods the kubelet no longer has a spec for.
 	GracePeriod *int64
+	// PreStop is the preStop handler recorded on the container, run when a
+	// pod the kubelet has no spec for is stopped.
+	PreStop *v1.LifecycleHandler
 }
 
 // SandboxStatus is one sandbox of a pod.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/seed-kubelet/kubelet/internal/backoff"
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/metrics"
@@ -19,6 +20,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/prober"
 	"github.com/seed-kubelet/kubelet/internal/status"
+	"github.com/seed-kubelet/kubelet/internal/volume"
 )
 
 // Runtime is the part of the runtime manager a sync uses.
@@ -46,9 +48,10 @@ type Config struct {
 	// Mirrors keeps static pods' mirror pods in the API server; nil in
 	// standalone mode.
 	Mirrors MirrorEnsurer
-	// Volumes rewrites configMap/secret/downwardAPI contents of running
-	// pods at each sync so updates reach them; may be nil.
-	Volumes VolumeRefresher
+	// Volumes sets up a pod's volumes before its containers start and
+	// rewrites configMap/secret/downwardAPI contents of running pods at
+	// each sync so updates reach them; may be nil.
+	Volumes Volumes
 	// Probes runs liveness, readiness and startup probes; may be nil.
 	Probes Probes
 	// Recorder receives the DeadlineExceeded event; may be nil.
@@ -84,10 +87,22 @@ type Probes interface {
 
 var _ Probes = (*prober.Manager)(nil)
 
-// VolumeRefresher rewrites a pod's projected volume contents.
-type VolumeRefresher interface {
+// Volumes is what a sync needs of the volume manager.
+type Volumes interface {
+	// SetUpPod sets up the volumes the pod's containers use.
+	SetUpPod(ctx context.Context, pod *v1.Pod) volume.SetUpResult
+	// Refresh rewrites the contents of volumes already set up.
 	Refresh(ctx context.Context, pod *v1.Pod) error
 }
+
+var _ Volumes = (*volume.Manager)(nil)
+
+// Retry delays for a pod whose volumes cannot be set up yet, as upstream's
+// volume operations back off (500ms doubling to 2m2s).
+const (
+	mountRetryInitial = 500 * time.Millisecond
+	mountRetryMax     = 2*time.Minute + 2*time.Second
+)
 
 // MirrorEnsurer creates or replaces a static pod's mirror pod.
 type MirrorEnsurer interface {
@@ -104,13 +119,17 @@ type Syncer struct {
 	mu       sync.Mutex
 	failures map[types.UID]map[string]kuberuntime.ContainerFailure
 	started  map[types.UID]bool // pods whose start duration was recorded
+	mounts   *backoff.Backoff   // per pod UID, while volumes fail to set up
+	// mountFailed is when each pod's volumes last failed (and were reported).
+	mountFailed map[types.UID]time.Time
 }
 
 var _ podworkers.Syncer = (*Syncer)(nil)
 
 // New returns a Syncer.
 func New(cfg Config) *Syncer {
-	return &Syncer{cfg: cfg, failures: map[types.UID]map[string]kuberuntime.ContainerFailure{}, started: map[types.UID]bool{}}
+	return &Syncer{cfg: cfg, failures: map[types.UID]map[string]kuberuntime.ContainerFailure{}, started: map[types.UID]bool{},
+		mounts: backoff.New(mountRetryInitial, mountRetryMax, cfg.Clock), mountFailed: map[types.UID]time.Time{}}
 }
 
 func (s *Syncer) publish(pod *v1.Pod, st *kuberuntime.PodStatus) v1.PodStatus {
@@ -208,6 +227,15 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 			klog.V(2).InfoS("Cannot refresh the pod's volumes", "pod", klog.KObj(pod), "err", err)
 		}
 	}
+	if wait, ok := s.setUpVolumes(ctx, pod); !ok {
+		// As upstream: no sandbox and no container before every volume is
+		// set up; the pod stays Pending with its containers ContainerCreating.
+		out := podworkers.Outcome{RequeueAfter: wait}
+		if mirrorFailed && out.RequeueAfter > mirrorRetry {
+			out.RequeueAfter = mirrorRetry
+		}
+		return out, nil
+	}
 	s.cfg.Runtime.PruneContainers(ctx, st, s.cfg.MaxDeadPerContainer)
 	res := s.cfg.Runtime.SyncPod(ctx, pod, st, s.probe(pod, st))
 	s.record(pod.UID, res)
@@ -233,6 +261,42 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 		out.Terminal = true
 	}
 	return out, res.Err
+}
+
+// setUpVolumes sets up the pod's volumes, emitting FailedMount for each one
+// that fails. It reports whether all are set up and, if not, when to retry.
+func (s *Syncer) setUpVolumes(ctx context.Context, pod *v1.Pod) (time.Duration, bool) {
+	if s.cfg.Volumes == nil {
+		return 0, true
+	}
+	key := string(pod.UID)
+	res := s.cfg.Volumes.SetUpPod(ctx, pod)
+	s.mu.Lock()
+	last, failedBefore := s.mountFailed[pod.UID]
+	if len(res.Unmounted) == 0 {
+		delete(s.mountFailed, pod.UID)
+		s.mu.Unlock()
+		s.mounts.Reset(key)
+		return 0, true
+	}
+	s.mu.Unlock()
+	now := s.cfg.Clock.Now()
+	if failedBefore {
+		if left := s.mounts.Remaining(key, last); left > 0 {
+			return left, false // this failure was reported already
+		}
+	}
+	for _, f := range res.Failed {
+		klog.V(2).InfoS("Volume set-up failed, the pod waits", "pod", klog.KObj(pod), "volume", f.Volume, "err", f.Err)
+		if s.cfg.Recorder != nil {
+			s.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedMount, "%s", f.Message())
+		}
+	}
+	s.mounts.Next(key, now)
+	s.mu.Lock()
+	s.mountFailed[pod.UID] = now
+	s.mu.Unlock()
+	return s.mounts.Delay(key), false
 }
 
 // probe tells the prober which container instances run now and returns
@@ -330,7 +394,9 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, removed boo
 	s.mu.Lock()
 	delete(s.failures, pod.UID)
 	delete(s.started, pod.UID)
+	delete(s.mountFailed, pod.UID)
 	s.mu.Unlock()
+	s.mounts.Reset(string(pod.UID))
 	klog.V(2).InfoS("Removed pod from the runtime", "pod", klog.KObj(pod), "podUID", pod.UID)
 	return nil
 }

@@ -56,7 +56,16 @@ func setUpEmptyDir(name, dir string, ed *v1.EmptyDirVolumeSource) error {
 	default:
 		return fmt.Errorf("emptyDir %q: unsupported medium %q", name, ed.Medium)
 	}
-	return os.Chmod(dir, 0o777)
+	// Only when the permission bits differ: a chmod would also clear the
+	// setgid bit an fsGroup set.
+	info, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("emptyDir %q: %w", name, err)
+	}
+	if info.Mode().Perm() != 0o777 {
+		return os.Chmod(dir, 0o777)
+	}
+	return nil
 }
 
 // TearDown unmounts every tmpfs emptyDir of pod uid so that the pod directory

@@ -57,11 +57,15 @@ type Manager struct {
 	cfg   Config
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
+	// ready holds, per pod UID, the volumes set up since this process
+	// started (or found published on disk); their contents are only
+	// refreshed afterwards, never required again.
+	ready map[string]map[string]bool
 }
 
 // New returns a Manager for cfg.
 func New(cfg Config) *Manager {
-	return &Manager{cfg: cfg, locks: map[string]*sync.Mutex{}}
+	return &Manager{cfg: cfg, locks: map[string]*sync.Mutex{}, ready: map[string]map[string]bool{}}
 }
 
 func (m *Manager) podLock(uid string) *sync.Mutex {
@@ -79,6 +83,22 @@ func (m *Manager) forget(uid string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.locks, uid)
+	delete(m.ready, uid)
+}
+
+func (m *Manager) isReady(uid, name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ready[uid][name]
+}
+
+func (m *Manager) markReady(uid, name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ready[uid] == nil {
+		m.ready[uid] = map[string]bool{}
+	}
+	m.ready[uid][name] = true
 }
 
 // VolumeDir returns where volume vol of pod uid lives on disk, or "" for
@@ -131,7 +151,7 @@ func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, err
 		}
 		hostPath, ok := done[vm.Name]
 		if !ok {
-			p, err := m.setUp(ctx, pod, vol)
+			p, err := m.ensure(ctx, pod, vol)
 			if err != nil {
 				return nil, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err)
 			}
@@ -184,14 +204,34 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (strin
 		}
 		return vol.HostPath.Path, CheckHostPath(vol.HostPath.Path, t)
 	case vol.EmptyDir != nil:
-		return dir, setUpEmptyDir(vol.Name, dir, vol.EmptyDir)
+		if err := setUpEmptyDir(vol.Name, dir, vol.EmptyDir); err != nil {
+			return "", err
+		}
+		if !m.isReady(string(pod.UID), vol.Name) {
+			// As upstream, ownership is applied when the volume is set up,
+			// not on every container start.
+			gid, policy := FSGroup(pod)
+			if err := setOwnership(dir, gid, policy, false); err != nil {
+				return "", fmt.Errorf("set ownership of %s: %w", dir, err)
+			}
+		}
+		return dir, nil
 	case isAPIData(vol):
 		payload, err := m.payload(ctx, pod, vol)
 		if err != nil {
 			return "", err
 		}
+		gid, _ := FSGroup(pod)
+		for k, f := range payload {
+			f.Mode = fileModeFor(f.Mode, gid)
+			payload[k] = f
+		}
 		if err := WriteAtomic(dir, payload); err != nil {
 			return "", fmt.Errorf("write volume %q: %w", vol.Name, err)
+		}
+		// Read-only volumes always get the fsGroup, whatever the policy.
+		if err := setOwnership(dir, gid, nil, true); err != nil {
+			return "", fmt.Errorf("set ownership of %s: %w", dir, err)
 		}
 		klog.V(4).InfoS("Set up volume", "pod", klog.KObj(pod), "volume", vol.Name, "path", dir)
 		return dir, nil
@@ -325,9 +365,7 @@ func (m *Manager) configMap(ctx context.Context, ns, name string, optional bool)
 		if optional {
 			return nil, nil
 		}
-		if err != nil {
-			return nil, err
-		}
+		// Upstream's wording (its object cache names the resource singular).
 		return nil, fmt.Errorf("configmap %q not found", name)
 	}
 	if err != nil {
@@ -348,9 +386,6 @@ func (m *Manager) secret(ctx context.Context, ns, name string, optional bool) (*
 	if m.cfg.Sources == nil || apierrors.IsNotFound(err) {
 		if optional {
 			return nil, nil
-		}
-		if err != nil {
-			return nil, err
 		}
 		return nil, fmt.Errorf("secret %q not found", name)
 	}

@@ -79,3 +79,42 @@ spec:
 		return true, nil
 	})
 }
+
+// A pod removed while the kubelet was down is found on the runtime at
+// start-up without a spec: its preStop hook, recorded on the container,
+// still runs before the container is stopped, as upstream.
+func TestOrphanedPodRunsPreStop(t *testing.T) {
+	k := framework.NewKubelet(t)
+	hostDir := filepath.Join(t.TempDir(), "orphan")
+	k.WriteManifest("orphan.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: orphan
+spec:
+  terminationGracePeriodSeconds: 7
+  containers:
+  - name: main
+    image: %[1]s
+    command: ["sleep", "3600"]
+    lifecycle:
+      preStop:
+        exec: {command: ["sh", "-c", "echo bye > /out/prestop"]}
+    volumeMounts:
+    - {name: out, mountPath: /out}
+  volumes:
+  - name: out
+    hostPath: {path: %[2]s, type: DirectoryOrCreate}
+`, framework.BusyboxImage, hostDir))
+	k.Start()
+	p := k.WaitForPod("orphan", podTimeout, "running", running)
+	k.Stop()
+	k.RemoveManifest("orphan.yaml")
+	k.Start()
+	framework.Eventually(t, 30*time.Second, 100*time.Millisecond, "orphan's preStop hook ran and its containers are gone", func() (bool, error) {
+		data, err := os.ReadFile(filepath.Join(hostDir, "prestop"))
+		if err != nil || strings.TrimSpace(string(data)) != "bye" {
+			return false, fmt.Errorf("prestop output %q: %v", data, err)
+		}
+		return len(framework.PodContainers(t, string(p.UID))) == 0, nil
+	})
+}

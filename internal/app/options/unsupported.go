@@ -101,6 +101,8 @@ var SupportedConfigFields = map[string]bool{
 	"containerLogMaxFiles":        true,
 	"containerLogMaxWorkers":      true,
 	"containerLogMonitorInterval": true,
+	// Pod security.
+	"allowedUnsafeSysctls": true,
 }
 
 // UnsupportedFlags lists, sorted, every flag that is accepted so existing
