@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/seed-kubelet/kubelet/internal/podspec"
 )
 
 // ReasonSysctlForbidden is the status reason of a pod whose sysctls are
@@ -76,24 +78,6 @@ func namespaceOf(name string) sysctlNamespace {
 	return nsUnknown
 }
 
-// normalizeSysctl turns the slash form ("net/ipv4/ip_forward") into the dot
-// form; in the slash form a dot is part of a segment (an interface name).
-func normalizeSysctl(name string) string {
-	dot, slash := strings.IndexByte(name, '.'), strings.IndexByte(name, '/')
-	if slash < 0 || (dot >= 0 && dot < slash) {
-		return name
-	}
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case '.':
-			return '/'
-		case '/':
-			return '.'
-		}
-		return r
-	}, name)
-}
-
 // A sysctl pattern: segments as in a sysctl name, the last of which may end
 // with '*'.
 var sysctlPatternRe = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*([a-z0-9][-_a-z0-9]*)?[a-z0-9*]$`)
@@ -115,7 +99,7 @@ func NewSysctlAllowlist(patterns []string) (*SysctlAllowlist, error) {
 		if len(p) > sysctlMaxLength || !sysctlPatternRe.MatchString(p) {
 			return nil, fmt.Errorf("sysctl %q must have at most %d characters and match regex %s", p, sysctlMaxLength, sysctlPatternRe)
 		}
-		name := normalizeSysctl(p)
+		name := podspec.NormalizeSysctl(p)
 		prefixed := false
 		if i := strings.IndexByte(name, '*'); i >= 0 {
 			name, prefixed = name[:i], true
@@ -136,7 +120,7 @@ func NewSysctlAllowlist(patterns []string) (*SysctlAllowlist, error) {
 // check reports why sysctl may not be set, or nil. A sysctl of a namespace
 // the pod shares with the host is refused.
 func (w *SysctlAllowlist) check(sysctl string, hostNet, hostIPC bool) error {
-	sysctl = normalizeSysctl(sysctl)
+	sysctl = podspec.NormalizeSysctl(sysctl)
 	ns, found := w.names[sysctl]
 	if !found {
 		for p, pns := range w.prefixes {

@@ -40,9 +40,9 @@ var (
 	netSysctlPrefix = "net."
 )
 
-// normalizeSysctl turns the slash form ("net/ipv4/ip_forward") into the dot
+// NormalizeSysctl turns the slash form ("net/ipv4/ip_forward") into the dot
 // form; in slash form a dot belongs to a segment (an interface name).
-func normalizeSysctl(name string) string {
+func NormalizeSysctl(name string) string {
 	dot, slash := strings.IndexByte(name, '.'), strings.IndexByte(name, '/')
 	if slash < 0 || (dot >= 0 && dot < slash) {
 		return name
@@ -106,7 +106,7 @@ func validateSysctls(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 			allErrs = append(allErrs, field.Duplicate(namePath, s.Name))
 		}
 		seen[s.Name] = true
-		name := normalizeSysctl(s.Name)
+		name := NormalizeSysctl(s.Name)
 		if spec.HostNetwork && strings.HasPrefix(name, netSysctlPrefix) {
 			allErrs = append(allErrs, field.Invalid(namePath, s.Name, "may not be specified when 'hostNetwork' is true"))
 		}
