@@ -4,16 +4,20 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/seed-kubelet/kubelet/test/integration/framework"
 )
@@ -151,20 +155,32 @@ func TestPodCgroupsQoSAndOOM(t *testing.T) {
 }
 
 // The kubelet refuses to start, naming the problem, when its cgroups
-// cannot be set up as configured.
+// cannot be set up as configured. A runtime that reports its own cgroup
+// driver (CRI RuntimeConfig: containerd 2.x) overrides cgroupDriver, as
+// upstream, so there the systemd case starts on the runtime's cgroupfs.
 func TestCgroupStartupErrors(t *testing.T) {
+	rs, _ := framework.NewCRIClient(t)
+	runtimeDriver := ""
+	if rc, err := rs.RuntimeConfig(framework.Ctx(t), &runtimeapi.RuntimeConfigRequest{}); err == nil {
+		runtimeDriver = rc.GetLinux().GetCgroupDriver().String()
+	}
+	systemdWant := `but systemd is not running on this machine (no /run/systemd/system)`
+	if runtimeDriver == runtimeapi.CgroupDriver_CGROUPFS.String() {
+		systemdWant = `Using cgroup driver setting received from the CRI runtime; the configured cgroupDriver is ignored`
+	}
 	cases := []struct {
 		name     string
 		args     []string
 		failOnV1 bool
 		want     string
+		starts   bool
 	}{
 		{name: "cgroup v1 refused unless failCgroupV1 is false", failOnV1: true,
 			want: `kubelet is configured to not run on a host using cgroup v1`},
 		{name: "cgroupRoot missing", args: []string{"--cgroup-root", "/seed-cm-does-not-exist"},
 			want: `does not exist: missing /sys/fs/cgroup/cpu/seed-cm-does-not-exist`},
 		{name: "systemd driver without systemd", args: []string{"--cgroup-driver", "systemd"},
-			want: `but systemd is not running on this machine (no /run/systemd/system)`},
+			want: systemdWant, starts: runtimeDriver == runtimeapi.CgroupDriver_CGROUPFS.String()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,7 +195,22 @@ func TestCgroupStartupErrors(t *testing.T) {
 				}
 				os.WriteFile(k.ConfigPath, []byte(strings.Replace(string(data), "failCgroupV1: false", "failCgroupV1: true", 1)), 0o644)
 			}
-			cmd := exec.Command(framework.KubeletBinary(t), append(k.Args(), tc.args...)...)
+			ctx, cancel := context.WithTimeout(framework.Ctx(t), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, framework.KubeletBinary(t), append(k.Args(), tc.args...)...)
+			if tc.starts {
+				// It runs: wait for the line, then stop it.
+				var out lockedBuffer
+				cmd.Stdout, cmd.Stderr = &out, &out
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer func() { cmd.Process.Kill(); cmd.Wait() }()
+				framework.Eventually(t, 30*time.Second, 100*time.Millisecond, "the kubelet to log "+tc.want, func() (bool, error) {
+					return strings.Contains(out.String(), tc.want), nil
+				})
+				return
+			}
 			out, err := cmd.CombinedOutput()
 			ee, ok := err.(*exec.ExitError)
 			if !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), tc.want) {
@@ -187,4 +218,23 @@ func TestCgroupStartupErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a process's writes and a test's
+// reads at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
