@@ -35,6 +35,8 @@ type podInput struct {
 	// kubelet-managed hosts file; both nil when absent.
 	PodLogs  *diskUsage
 	EtcHosts *diskUsage
+	// Volumes are the pod's measured volumes.
+	Volumes []volumeInput
 }
 
 // assemblePod builds a pod's stats. nodeFs nil means CPU and memory only:
@@ -66,7 +68,8 @@ func assemblePod(in podInput, nodeFs *fsInfo, now time.Time) statsapi.PodStats {
 	if in.ProcessCount != nil {
 		ps.ProcessStats = &statsapi.ProcessStats{ProcessCount: copyPtr(in.ProcessCount)}
 	}
-	ps.EphemeralStorage = ephemeralStorage(ps.Containers, in.PodLogs, in.EtcHosts, *nodeFs, now)
+	ps.VolumeStats = volumeStats(in.Volumes)
+	ps.EphemeralStorage = ephemeralStorage(ps.Containers, in.Volumes, in.PodLogs, in.EtcHosts, *nodeFs, now)
 	return ps
 }
 
@@ -219,10 +222,11 @@ func sumSwap(cs []statsapi.ContainerStats) *statsapi.SwapStats {
 	return out
 }
 
-// ephemeralStorage is the pod's use of the nodefs: its containers'
-// writable layers and logs, the pod-level log files and etc-hosts.
-// emptyDir volumes are not measured yet, so they are not counted.
-func ephemeralStorage(cs []statsapi.ContainerStats, podLogs, etcHosts *diskUsage, nodeFs fsInfo, now time.Time) *statsapi.FsStats {
+// ephemeralStorage is the pod's use of the nodefs, as upstream adds it
+// up: its containers' writable layers and logs, its local ephemeral
+// volumes (disk emptyDir, configMap), the pod-level log files and
+// etc-hosts.
+func ephemeralStorage(cs []statsapi.ContainerStats, vols []volumeInput, podLogs, etcHosts *diskUsage, nodeFs fsInfo, now time.Time) *statsapi.FsStats {
 	out := nodeFs.capacityStats(now)
 	for _, c := range cs {
 		if c.Rootfs != nil {
@@ -232,6 +236,12 @@ func ephemeralStorage(cs []statsapi.ContainerStats, podLogs, etcHosts *diskUsage
 		if c.Logs != nil {
 			out.UsedBytes = addPtr(out.UsedBytes, c.Logs.UsedBytes)
 			out.InodesUsed = addPtr(out.InodesUsed, c.Logs.InodesUsed)
+		}
+	}
+	for _, v := range vols {
+		if v.Local {
+			out.UsedBytes = addPtr(out.UsedBytes, u64(v.Sample.Usage.Bytes))
+			out.InodesUsed = addPtr(out.InodesUsed, u64(v.Sample.Usage.Inodes))
 		}
 	}
 	for _, u := range []*diskUsage{podLogs, etcHosts} {

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -49,14 +50,26 @@ func parseSandboxInfo(info map[string]string) (sandboxInfo, error) {
 	return sandboxInfo{Pid: v.Pid, CgroupsPath: v.RuntimeSpec.Linux.CgroupsPath}, nil
 }
 
-// desiredUIDs is the set of pod UIDs to report, nil for all.
-func desiredUIDs(pods Pods) map[string]bool {
+// desiredPods is the pods to report by UID, nil for all.
+func desiredPods(pods Pods) map[string]*v1.Pod {
 	if pods == nil {
 		return nil
 	}
-	out := map[string]bool{}
+	out := map[string]*v1.Pod{}
 	for _, p := range pods.List() {
-		out[string(p.UID)] = true
+		out[string(p.UID)] = p
+	}
+	return out
+}
+
+// uidSet is the key set of pods, nil for nil.
+func uidSet(pods map[string]*v1.Pod) map[string]bool {
+	if pods == nil {
+		return nil
+	}
+	out := make(map[string]bool, len(pods))
+	for uid := range pods {
+		out[uid] = true
 	}
 	return out
 }
@@ -117,11 +130,14 @@ func (p *Provider) podStats(ctx context.Context, now time.Time, nodeFs *fsInfo) 
 	if err != nil {
 		return nil, fmt.Errorf("failed to list all containers: %w", err)
 	}
-	chosen := selectSandboxes(sbResp.GetItems(), desiredUIDs(p.cfg.Pods))
+	specs := desiredPods(p.cfg.Pods)
+	chosen := selectSandboxes(sbResp.GetItems(), uidSet(specs))
 	running := runningContainers(ctrResp.GetContainers(), chosen)
 	out := make([]statsapi.PodStats, 0, len(running))
+	measured := map[string]bool{} // volume paths of the reported pods
 	if len(running) == 0 {
 		p.keepSandboxInfo(nil)
+		p.keepVolumes(nodeFs != nil, measured)
 		return out, nil
 	}
 
@@ -165,12 +181,39 @@ func (p *Provider) podStats(ctx context.Context, now time.Time, nodeFs *fsInfo) 
 			if u, ok := fileUsage(filepath.Join(p.cfg.RootDir, "pods", sb.GetMetadata().GetUid(), "etc-hosts")); ok {
 				in.EtcHosts = &u
 			}
+			in.Volumes = p.podVolumes(specs[sb.GetMetadata().GetUid()], measured)
 		}
 		out = append(out, assemblePod(in, nodeFs, now))
 	}
 	p.keepSandboxInfo(chosen)
+	p.keepVolumes(nodeFs != nil, measured)
 	sortPods(out)
 	return out, nil
+}
+
+// podVolumes returns the last samples of the pod's volumes, renewing
+// those that are due in the background, and marks their paths measured.
+// Nothing without the pod's spec or with volume stats disabled.
+func (p *Provider) podVolumes(pod *v1.Pod, measured map[string]bool) []volumeInput {
+	if pod == nil || p.volumes == nil {
+		return nil
+	}
+	var out []volumeInput
+	for _, v := range reportedVolumes(pod, filepath.Join(p.cfg.RootDir, "pods")) {
+		measured[v.Path] = true
+		if s, ok := p.volumes.get(v.Path); ok {
+			out = append(out, volumeInput{Name: v.Name, Local: v.Local, Sample: s})
+		}
+	}
+	return out
+}
+
+// keepVolumes forgets the samples of volumes no longer reported, after a
+// full Summary (a CPU-and-memory one looks at no volume).
+func (p *Provider) keepVolumes(full bool, measured map[string]bool) {
+	if full && p.volumes != nil {
+		p.volumes.keep(measured)
+	}
 }
 
 // listSandboxStats asks the runtime for pod-level stats. Any failure

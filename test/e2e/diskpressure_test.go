@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -57,10 +59,13 @@ func keepSharedImages(t *testing.T, is runtimeapi.ImageServiceClient) {
 // threshold writeMi/2 below what the kubelet's filesystem has now, then a
 // pod fills an emptyDir with writeMi. The kubelet must first reclaim
 // node-level resources — here the unused pulltest image goes — and only
-// then, with the threshold still met, evict the pod that uses the disk (not
-// the idle one), reporting DiskPressure on the Node meanwhile.
+// then, with the threshold still met, evict the pod that uses the disk,
+// reporting DiskPressure on the Node meanwhile. The other pod writes
+// smallMi to its own writable layer, more than the writer's container
+// does: only the emptyDir's usage, counted through the pod's volume stats,
+// ranks the writer first.
 func TestDiskPressureCollectsImagesBeforeEviction(t *testing.T) {
-	const writeMi = 1600
+	const writeMi, smallMi = 1600, 8
 	_, is := ifw.NewCRIClient(t)
 	keepSharedImages(t, is)
 	ctx := ctxT(t)
@@ -70,7 +75,9 @@ func TestDiskPressureCollectsImagesBeforeEviction(t *testing.T) {
 	avail := availableMi(t, os.TempDir())
 	threshold := avail - writeMi/2
 	t.Logf("nodefs available now %dMi; hard threshold %dMi; writer %dMi", avail, threshold, writeMi)
-	n := joinNode(t, "nodeStatusUpdateFrequency: 2s", "imageMinimumGCAge: 1s",
+	// Volumes are measured every 5-10s rather than 1-2min, so that the
+	// ranking sees the emptyDir filled, not as it was when the pod started.
+	n := joinNode(t, "nodeStatusUpdateFrequency: 2s", "imageMinimumGCAge: 1s", "volumeStatsAggPeriod: 5s",
 		"evictionPressureTransitionPeriod: 10s", fmt.Sprintf("evictionHard:\n  nodefs.available: %dMi", threshold))
 	n.Start()
 	c := n.client
@@ -80,12 +87,22 @@ func TestDiskPressureCollectsImagesBeforeEviction(t *testing.T) {
 	})
 
 	ns := namespace(t, c)
-	if _, err := c.CoreV1().Pods(ns).Create(ctx, podOn(n.NodeName, "idle"), metav1.CreateOptions{}); err != nil {
+	small := podOn(n.NodeName, "small", "sh", "-c", fmt.Sprintf("dd if=/dev/zero of=/small bs=1M count=%d && sleep 3600", smallMi))
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, small, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitPod(t, c, ns, "idle", "running", podRunning)
-	writer := podOn(n.NodeName, "writer", "sh", "-c",
-		fmt.Sprintf("dd if=/dev/zero of=/data/fill bs=1M count=%d && sleep 3600", writeMi))
+	waitPod(t, c, ns, "small", "running", podRunning)
+	// The writer fills the emptyDir in two steps: first up to 200Mi short
+	// of the threshold, then, after a pause longer than a volume
+	// measurement (5-10s) plus an eviction check (10s) apart, the rest.
+	// When the threshold is crossed the ranking thus sees the emptyDir
+	// well filled, as it would on a node where pressure builds slowly, and
+	// the runtime has sized the writer's writable layer. The echo gives
+	// its container a log, so that its own usage is above its zero request.
+	firstMi := writeMi/2 - 200
+	writer := podOn(n.NodeName, "writer", "sh", "-c", fmt.Sprintf(
+		"echo filling; dd if=/dev/zero of=/data/fill1 bs=1M count=%d && sleep 30 && dd if=/dev/zero of=/data/fill2 bs=1M count=%d && sleep 3600",
+		firstMi, writeMi-firstMi))
 	writer.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
 	writer.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	if _, err := c.CoreV1().Pods(ns).Create(ctx, writer, metav1.CreateOptions{}); err != nil {
@@ -96,7 +113,7 @@ func TestDiskPressureCollectsImagesBeforeEviction(t *testing.T) {
 	var imageGoneAt, evictedAt time.Time
 	var got *v1.Pod
 	sawPressure := false
-	eventually(t, 150*time.Second, "the writer evicted", func() (bool, error) {
+	eventually(t, 180*time.Second, "the writer evicted", func() (bool, error) {
 		if imageGoneAt.IsZero() {
 			st, err := is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ifw.PullTestImage}})
 			if err == nil && st.GetImage() == nil {
@@ -130,10 +147,18 @@ func TestDiskPressureCollectsImagesBeforeEviction(t *testing.T) {
 	if !strings.HasPrefix(got.Status.Message, "The node was low on resource: ephemeral-storage. ") {
 		t.Errorf("eviction message %q", got.Status.Message)
 	}
+	// As upstream, the message names a container's own usage, its writable
+	// layer and logs: the emptyDir is the pod's, not the container's.
+	m := regexp.MustCompile(`Container main was using (\S+), request is 0, has larger consumption of ephemeral-storage\. `).FindStringSubmatch(got.Status.Message)
+	if m == nil {
+		t.Errorf("eviction message %q does not name container main's usage", got.Status.Message)
+	} else if q, err := resource.ParseQuantity(m[1]); err != nil || q.Value() <= 0 || q.Value() >= smallMi<<20 {
+		t.Errorf("container main's usage %q (%v): want its writable layer and logs only, not the %dMi emptyDir", m[1], err, writeMi)
+	}
 	if !sawPressure {
 		t.Errorf("DiskPressure never seen True on the Node")
 	}
-	if idle, err := c.CoreV1().Pods(ns).Get(ctx, "idle", metav1.GetOptions{}); err != nil || evicted(idle) {
-		t.Errorf("the idle pod was evicted (err %v); the writer uses the disk", err)
+	if sp, err := c.CoreV1().Pods(ns).Get(ctx, "small", metav1.GetOptions{}); err != nil || evicted(sp) {
+		t.Errorf("the small pod was evicted (err %v); the writer's emptyDir uses more disk", err)
 	}
 }

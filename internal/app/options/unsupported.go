@@ -103,6 +103,8 @@ var SupportedConfigFields = map[string]bool{
 	"containerLogMonitorInterval": true,
 	// Pod security.
 	"allowedUnsafeSysctls": true,
+	// Stats (internal/stats).
+	"volumeStatsAggPeriod": true,
 }
 
 // UnsupportedFlags lists, sorted, every flag that is accepted so existing
