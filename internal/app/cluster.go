@@ -9,9 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
@@ -21,6 +18,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/admission"
 	"github.com/seed-kubelet/kubelet/internal/app/options"
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/mirror"
 	"github.com/seed-kubelet/kubelet/internal/nodelease"
@@ -35,7 +33,7 @@ import (
 // main client, one for events (its own rate limit) and one for heartbeats
 // (node status and lease: no rate limit, a short timeout).
 type clients struct {
-	main, events, heartbeat kubernetes.Interface
+	main, events, heartbeat kubeclient.Interface
 }
 
 func newClients(kubeconfig string, cfg *kubeletconfig.KubeletConfiguration) (*clients, error) {
@@ -48,10 +46,10 @@ func newClients(kubeconfig string, cfg *kubeletconfig.KubeletConfiguration) (*cl
 		base.ContentType = cfg.ContentType
 		base.AcceptContentTypes = cfg.ContentType + ",application/json"
 	}
-	mk := func(mutate func(c *rest.Config)) (kubernetes.Interface, error) {
+	mk := func(mutate func(c *rest.Config)) (kubeclient.Interface, error) {
 		c := rest.CopyConfig(base)
 		mutate(c)
-		return kubernetes.NewForConfig(c)
+		return kubeclient.NewForConfig(c)
 	}
 	var out clients
 	if out.main, err = mk(func(c *rest.Config) {
@@ -79,14 +77,14 @@ func newClients(kubeconfig string, cfg *kubeletconfig.KubeletConfiguration) (*cl
 }
 
 // eventRecorder sends events to the API through client-go's broadcaster.
-func eventRecorder(ctx context.Context, client kubernetes.Interface, nodeName string) events.Recorder {
+func eventRecorder(ctx context.Context, client kubeclient.Interface, nodeName string) events.Recorder {
 	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	b.StartRecordingToSink(kubeclient.EventSink{Core: client.CoreV1()})
 	go func() {
 		<-ctx.Done()
 		b.Shutdown()
 	}()
-	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: nodeName})
+	return b.NewRecorder(kubeclient.Scheme, v1.EventSource{Component: "kubelet", Host: nodeName})
 }
 
 // statusTargets maps a pod UID to the API object its status goes to: the

@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
@@ -33,6 +32,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/eviction"
 	"github.com/seed-kubelet/kubelet/internal/imagegc"
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/metrics"
 	"github.com/seed-kubelet/kubelet/internal/mirror"
@@ -191,7 +191,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	}
 	syncer := podsync.New(syncCfg)
 
-	var apiClient kubernetes.Interface
+	var apiClient kubeclient.Interface
 	if cl != nil {
 		apiClient = cl.main
 	}
@@ -323,7 +323,7 @@ func prepareHost(cfg *kubeletconfig.KubeletConfiguration, flags options.KubeletF
 
 // startSources starts every configured pod source feeding one mux and
 // returns it with the names of the sources to wait for.
-func startSources(ctx context.Context, cfg *kubeletconfig.KubeletConfiguration, nodeName string, api kubernetes.Interface, clk clock.Clock) (*config.PodConfig, sets.Set[string]) {
+func startSources(ctx context.Context, cfg *kubeletconfig.KubeletConfiguration, nodeName string, api kubeclient.Interface, clk clock.Clock) (*config.PodConfig, sets.Set[string]) {
 	podCfg := config.NewPodConfig(config.MuxConfig{Context: ctx, Clock: clk})
 	sources := sets.New[string]()
 	if cfg.StaticPodPath != "" {
@@ -366,7 +366,7 @@ type serverDeps struct {
 	stats    *stats.Provider
 	// api is the API server client (nil in standalone mode) for webhook
 	// authentication and authorization.
-	api kubernetes.Interface
+	api kubeclient.Interface
 }
 
 // startServers starts the healthz port, the read-only port and the

@@ -6,15 +6,16 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 )
 
 // APISourceConfig configures the API server pod source.
 type APISourceConfig struct {
 	// Client lists and watches pods. Required.
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	// NodeName selects the pods bound to this node. Required.
 	NodeName string
 	// Out receives a full snapshot of the node's pods after every change.

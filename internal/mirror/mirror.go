@@ -8,22 +8,22 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 	"github.com/seed-kubelet/kubelet/internal/pod"
 )
 
 // Client creates and deletes mirror pods.
 type Client struct {
-	client   kubernetes.Interface
+	client   kubeclient.Interface
 	nodeName string
 	nodeUID  func() types.UID
 }
 
 // Config configures a Client.
 type Config struct {
-	Client   kubernetes.Interface // required
+	Client   kubeclient.Interface // required
 	NodeName string               // required
 	// NodeUID returns the Node's UID for the owner reference ("" = unknown yet).
 	NodeUID func() types.UID

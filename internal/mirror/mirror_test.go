@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/seed-kubelet/kubelet/internal/kubeclient/kubeclienttest"
 	"github.com/seed-kubelet/kubelet/internal/pod"
 )
 
@@ -36,7 +37,7 @@ func TestBuild(t *testing.T) {
 
 func TestCreateAndDelete(t *testing.T) {
 	cs := fake.NewClientset()
-	c := New(Config{Client: cs, NodeName: "node1", NodeUID: func() types.UID { return "node-uid" }})
+	c := New(Config{Client: kubeclienttest.Wrap(cs), NodeName: "node1", NodeUID: func() types.UID { return "node-uid" }})
 	ctx := context.Background()
 	if err := c.Create(ctx, static()); err != nil {
 		t.Fatal(err)
@@ -50,7 +51,7 @@ func TestCreateAndDelete(t *testing.T) {
 	if _, err := cs.CoreV1().Pods("kube-system").Get(ctx, "etcd-node1", metav1.GetOptions{}); err == nil {
 		t.Fatal("mirror pod still there")
 	}
-	if err := New(Config{Client: cs, NodeName: "node1", NodeUID: func() types.UID { return "" }}).Create(ctx, static()); err == nil {
+	if err := New(Config{Client: kubeclienttest.Wrap(cs), NodeName: "node1", NodeUID: func() types.UID { return "" }}).Create(ctx, static()); err == nil {
 		t.Fatal("create without a node UID must fail")
 	}
 }

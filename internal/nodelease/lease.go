@@ -12,11 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 )
 
 const (
@@ -44,7 +44,7 @@ var errOwnerUnknown = errors.New("the node's UID is not known yet")
 // Config configures a Controller.
 type Config struct {
 	// Client talks to the API server (required).
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	// NodeName names the lease and is its holder (required).
 	NodeName string
 	// Clock defaults to the real clock.
@@ -141,7 +141,7 @@ func (c *Controller) sync(ctx context.Context) {
 
 func (c *Controller) key() klog.ObjectRef { return klog.KRef(Namespace, c.cfg.NodeName) }
 
-func (c *Controller) leases() coordinationclient.LeaseInterface {
+func (c *Controller) leases() kubeclient.LeaseInterface {
 	return c.cfg.Client.CoordinationV1().Leases(Namespace)
 }
 

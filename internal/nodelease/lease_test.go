@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient/kubeclienttest"
 )
 
 type harness struct {
@@ -36,7 +38,7 @@ func newHarness(t *testing.T, uid types.UID) *harness {
 		uid:    uid,
 	}
 	h.ctrl = New(Config{
-		Client:               h.client,
+		Client:               kubeclienttest.Wrap(h.client),
 		NodeName:             "node-a",
 		Clock:                h.clk,
 		LeaseDurationSeconds: 40,
@@ -82,7 +84,7 @@ func TestDefaults(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := New(Config{Client: fake.NewClientset(), NodeName: "n", LeaseDurationSeconds: tc.duration, RenewInterval: tc.renew})
+			c := New(Config{Client: kubeclienttest.Wrap(fake.NewClientset()), NodeName: "n", LeaseDurationSeconds: tc.duration, RenewInterval: tc.renew})
 			if c.cfg.RenewInterval != tc.want {
 				t.Errorf("renew interval = %v, want %v", c.cfg.RenewInterval, tc.want)
 			}
@@ -202,7 +204,7 @@ func actionVerbs(actions []k8stesting.Action) []string {
 
 func TestSyncWithoutNodeUIDFunc(t *testing.T) {
 	client := fake.NewClientset()
-	c := New(Config{Client: client, NodeName: "node-a", Clock: testingclock.NewFakeClock(time.Unix(100, 0))})
+	c := New(Config{Client: kubeclienttest.Wrap(client), NodeName: "node-a", Clock: testingclock.NewFakeClock(time.Unix(100, 0))})
 	c.sync(context.Background())
 	l, err := client.CoordinationV1().Leases(Namespace).Get(context.Background(), "node-a", metav1.GetOptions{})
 	if err != nil {

@@ -11,11 +11,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 )
 
 const (
@@ -45,7 +45,7 @@ var errNodeGone = errors.New("node object not found")
 // Config configures a Controller.
 type Config struct {
 	// Client talks to the API server (required).
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	// NodeName is the Node's name (required).
 	NodeName string
 	// Clock defaults to the real clock.

@@ -20,6 +20,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/kubeclient/kubeclienttest"
 )
 
 type fakeRecorder struct {
@@ -64,7 +65,7 @@ func newHarness(t *testing.T, register bool, objects ...runtime.Object) *harness
 		in:     testInputs(),
 	}
 	h.ctrl = New(Config{
-		Client:   h.client,
+		Client:   kubeclienttest.Wrap(h.client),
 		NodeName: "node-a",
 		Clock:    h.clk,
 		Inputs: func(context.Context) (Inputs, error) {

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient/kubeclienttest"
 )
 
 func TestRepository(t *testing.T) {
@@ -242,7 +244,7 @@ func TestCredentials(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &fakeRecorder{}
-			s := New(Config{Client: fake.NewClientset(secrets...), Recorder: rec})
+			s := New(Config{Client: kubeclienttest.Wrap(fake.NewClientset(secrets...)), Recorder: rec})
 			pod := &v1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"},
 				Spec:       v1.PodSpec{ImagePullSecrets: tc.secrets},
@@ -259,7 +261,7 @@ func TestCredentials(t *testing.T) {
 }
 
 func TestCredentialsWithoutRecorder(t *testing.T) {
-	s := New(Config{Client: fake.NewClientset()})
+	s := New(Config{Client: kubeclienttest.Wrap(fake.NewClientset())})
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"},
 		Spec:       v1.PodSpec{ImagePullSecrets: []v1.LocalObjectReference{{Name: "gone"}}},

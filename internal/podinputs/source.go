@@ -9,11 +9,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/criconfig"
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 )
 
 // DefaultTTL is how long a config map or secret is served from cache: the
@@ -30,7 +30,7 @@ const DefaultServiceTTL = time.Second
 // Config configures a Source.
 type Config struct {
 	// Client reaches the API server. Required.
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	// Clock times the cache; nil means the real clock.
 	Clock clock.Clock
 	// TTL is how long a config map or secret read is served from cache
@@ -50,7 +50,7 @@ type Config struct {
 // until its TTL runs out. Objects it returns are shared: callers must not
 // modify them.
 type Source struct {
-	client     kubernetes.Interface
+	client     kubeclient.Interface
 	recorder   events.Recorder
 	ttl        time.Duration
 	serviceTTL time.Duration

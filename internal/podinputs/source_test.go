@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient/kubeclienttest"
 )
 
 // calls counts the fake client's actions with verb on resource.
@@ -29,11 +31,11 @@ func calls(cs *fake.Clientset, verb, resource string) int {
 func newTestSource(objs ...runtime.Object) (*Source, *fake.Clientset, *clocktesting.FakeClock) {
 	cs := fake.NewClientset(objs...)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	return New(Config{Client: cs, Clock: clk, TTL: time.Minute}), cs, clk
+	return New(Config{Client: kubeclienttest.Wrap(cs), Clock: clk, TTL: time.Minute}), cs, clk
 }
 
 func TestNewDefaults(t *testing.T) {
-	s := New(Config{Client: fake.NewClientset()})
+	s := New(Config{Client: kubeclienttest.Wrap(fake.NewClientset())})
 	if s.ttl != DefaultTTL || s.serviceTTL != DefaultServiceTTL {
 		t.Fatalf("ttl %v serviceTTL %v, want %v and %v", s.ttl, s.serviceTTL, DefaultTTL, DefaultServiceTTL)
 	}

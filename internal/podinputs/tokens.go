@@ -10,9 +10,10 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 )
 
 // Token refresh rules, as upstream's token manager: a token is renewed once
@@ -78,7 +79,7 @@ func (k tokenKey) String() string {
 type TokenRequester func(ctx context.Context, namespace, name string, tr *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
 
 // ClientTokenRequester is the TokenRequest API through client.
-func ClientTokenRequester(client kubernetes.Interface) TokenRequester {
+func ClientTokenRequester(client kubeclient.Interface) TokenRequester {
 	return func(ctx context.Context, namespace, name string, tr *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
 		return client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, tr, metav1.CreateOptions{})
 	}

@@ -11,9 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 )
 
 // Target is the API object a pod's status is written to: the pod itself,
@@ -25,7 +26,7 @@ type Target struct {
 
 // APISyncConfig configures writing statuses to the API server.
 type APISyncConfig struct {
-	Client kubernetes.Interface // required
+	Client kubeclient.Interface // required
 	Clock  clock.WithTicker     // required
 	// Target maps a pod UID to the object to write (false: none yet, such
 	// as a static pod whose mirror pod does not exist yet).

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient/kubeclienttest"
 )
 
 func TestSetKeepsTerminalPhase(t *testing.T) {
@@ -94,7 +96,7 @@ func TestAPISyncWritesStatusAndDeletesTerminatedPods(t *testing.T) {
 	defer cancel()
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
 	go m.RunAPISync(ctx, APISyncConfig{
-		Client: cs, Clock: clk, ResyncPeriod: 10 * time.Second,
+		Client: kubeclienttest.Wrap(cs), Clock: clk, ResyncPeriod: 10 * time.Second,
 		Target:     func(uid types.UID) (Target, bool) { return Target{Namespace: "default", Name: "web", UID: uid}, true },
 		Terminated: func(types.UID) bool { return terminated.Load() },
 	})

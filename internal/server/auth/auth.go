@@ -8,10 +8,11 @@ import (
 	"reflect"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 )
 
 // Defaults of KubeletConfiguration v1beta1, applied to unset fields.
@@ -48,7 +49,7 @@ type Config struct {
 	Authorization  kubeletconfigv1beta1.KubeletAuthorization
 	// Client makes TokenReviews and SubjectAccessReviews; nil in standalone
 	// mode, where enabling either webhook is an error.
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	// NodeName is the name in every authorization check.
 	NodeName string
 	// Clock defaults to the real clock.

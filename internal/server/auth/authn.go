@@ -14,10 +14,11 @@ import (
 	"unicode/utf8"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/client-go/kubernetes"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 )
 
 // requestAuthenticator identifies the user of a request. ok=false with a
@@ -39,7 +40,7 @@ func (f authenticatorFunc) authenticate(r *http.Request) (*User, bool, error) { 
 // websocket-protocol token, adds system:authenticated to whoever they
 // accept, and only then falls back to anonymous, and only when no
 // credential was rejected.
-func newAuthenticator(cfg kubeletconfigv1beta1.KubeletAuthentication, client kubernetes.Interface, clk clock.Clock, retry retryBackoff) (requestAuthenticator, *caBundle, error) {
+func newAuthenticator(cfg kubeletconfigv1beta1.KubeletAuthentication, client kubeclient.Interface, clk clock.Clock, retry retryBackoff) (requestAuthenticator, *caBundle, error) {
 	var chain []requestAuthenticator
 	var ca *caBundle
 	if cfg.X509.ClientCAFile != "" {

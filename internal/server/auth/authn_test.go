@@ -18,10 +18,12 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
+	"github.com/seed-kubelet/kubelet/internal/kubeclient/kubeclienttest"
 )
 
 func alwaysAllowAuthz() kubeletconfigv1beta1.KubeletAuthorization {
@@ -41,7 +43,7 @@ func TestNew(t *testing.T) {
 		wantCAs bool
 	}{
 		{name: "defaults need a client for the token webhook", cfg: Config{}, wantErr: "no client provided, cannot use webhook authentication"},
-		{name: "typed nil client is no client", cfg: Config{Client: (*kubernetes.Clientset)(nil)}, wantErr: "no client provided, cannot use webhook authentication"},
+		{name: "typed nil client is no client", cfg: Config{Client: (*kubeclient.Client)(nil)}, wantErr: "no client provided, cannot use webhook authentication"},
 		{name: "webhook authorization needs a client",
 			cfg:     Config{Authentication: anonymousOnly(), Authorization: webhookAuthz()},
 			wantErr: "no client provided, cannot use webhook authorization"},
@@ -57,14 +59,14 @@ func TestNew(t *testing.T) {
 			wantErr: "no authentication method configured"},
 		{name: "missing client CA file",
 			cfg: Config{Authorization: alwaysAllowAuthz(), Authentication: kubeletconfigv1beta1.KubeletAuthentication{
-				X509: kubeletconfigv1beta1.KubeletX509Authentication{ClientCAFile: filepath.Join(dir, "nope.crt")}}, Client: api},
+				X509: kubeletconfigv1beta1.KubeletX509Authentication{ClientCAFile: filepath.Join(dir, "nope.crt")}}, Client: kubeclienttest.Wrap(api)},
 			wantErr: "unable to load client CA file"},
 		{name: "client CA file without certificates",
 			cfg: Config{Authorization: alwaysAllowAuthz(), Authentication: kubeletconfigv1beta1.KubeletAuthentication{
-				X509: kubeletconfigv1beta1.KubeletX509Authentication{ClientCAFile: noCerts}}, Client: api},
+				X509: kubeletconfigv1beta1.KubeletX509Authentication{ClientCAFile: noCerts}}, Client: kubeclienttest.Wrap(api)},
 			wantErr: "no certificates found"},
 		{name: "standalone anonymous always allow", cfg: Config{Authentication: anonymousOnly(), Authorization: alwaysAllowAuthz()}},
-		{name: "webhooks with a client", cfg: Config{Client: api}},
+		{name: "webhooks with a client", cfg: Config{Client: kubeclienttest.Wrap(api)}},
 		{name: "x509 only",
 			cfg: Config{Authorization: alwaysAllowAuthz(), Authentication: kubeletconfigv1beta1.KubeletAuthentication{
 				X509:    kubeletconfigv1beta1.KubeletX509Authentication{ClientCAFile: goodCA},
@@ -198,7 +200,7 @@ func TestAuthentication(t *testing.T) {
 					X509:      kubeletconfigv1beta1.KubeletX509Authentication{ClientCAFile: caFile},
 					Anonymous: kubeletconfigv1beta1.KubeletAnonymousAuthentication{Enabled: ptr.To(tc.anonymous)},
 				},
-				Authorization: alwaysAllowAuthz(), Client: api, NodeName: testNode, Clock: newFakeClock(),
+				Authorization: alwaysAllowAuthz(), Client: kubeclienttest.Wrap(api), NodeName: testNode, Clock: newFakeClock(),
 			}, noBackoff)
 			if err != nil {
 				t.Fatal(err)
@@ -276,7 +278,7 @@ func TestTokenCache(t *testing.T) {
 			f, err := newFilter(Config{
 				Authentication: kubeletconfigv1beta1.KubeletAuthentication{Webhook: kubeletconfigv1beta1.KubeletWebhookAuthentication{
 					Enabled: ptr.To(true), CacheTTL: metav1.Duration{Duration: tc.ttl}}},
-				Authorization: alwaysAllowAuthz(), Client: api, NodeName: testNode, Clock: clk,
+				Authorization: alwaysAllowAuthz(), Client: kubeclienttest.Wrap(api), NodeName: testNode, Clock: clk,
 			}, wait1())
 			if err != nil {
 				t.Fatal(err)

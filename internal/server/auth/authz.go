@@ -11,11 +11,11 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/klog/v2"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 )
 
 // Attributes is one authorization check of a kubelet API request: verb on
@@ -125,7 +125,7 @@ func (alwaysAllow) authorize(context.Context, Attributes) (decision, string, err
 	return decisionAllow, "", nil
 }
 
-func newAuthorizer(cfg kubeletconfigv1beta1.KubeletAuthorization, client kubernetes.Interface, clk clock.Clock, retry retryBackoff) (authorizer, error) {
+func newAuthorizer(cfg kubeletconfigv1beta1.KubeletAuthorization, client kubeclient.Interface, clk clock.Clock, retry retryBackoff) (authorizer, error) {
 	mode := cfg.Mode
 	if mode == "" {
 		mode = kubeletconfigv1beta1.KubeletAuthorizationModeWebhook
@@ -164,7 +164,7 @@ const (
 // allowed answers for allowTTL and the rest for denyTTL, keyed by the
 // whole review spec. A failed review is an error and no opinion.
 type sarAuthorizer struct {
-	client   authorizationclient.SubjectAccessReviewInterface
+	client   kubeclient.SubjectAccessReviewInterface
 	retry    retryBackoff
 	clock    clock.Clock
 	allowTTL time.Duration

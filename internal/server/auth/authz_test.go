@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient/kubeclienttest"
 )
 
 func TestRequestAttributes(t *testing.T) {
@@ -143,7 +145,7 @@ func TestAuthorization(t *testing.T) {
 			if tc.mode != "" {
 				authz.Mode = tc.mode
 			}
-			f, err := newFilter(Config{Authentication: anonymousOnly(), Authorization: authz, Client: api, NodeName: testNode, Clock: newFakeClock()}, noBackoff)
+			f, err := newFilter(Config{Authentication: anonymousOnly(), Authorization: authz, Client: kubeclienttest.Wrap(api), NodeName: testNode, Clock: newFakeClock()}, noBackoff)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +162,7 @@ func TestAuthorization(t *testing.T) {
 
 func TestSubjectAccessReviewSpec(t *testing.T) {
 	api := newFakeAPI(nil, allowSubresources("proxy"))
-	f, err := newFilter(Config{Authentication: anonymousOnly(), Authorization: webhookAuthz(), Client: api, NodeName: testNode, Clock: newFakeClock()}, noBackoff)
+	f, err := newFilter(Config{Authentication: anonymousOnly(), Authorization: webhookAuthz(), Client: kubeclienttest.Wrap(api), NodeName: testNode, Clock: newFakeClock()}, noBackoff)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +235,7 @@ func TestAuthorizationCache(t *testing.T) {
 			})
 			authz := webhookAuthz()
 			authz.Webhook = tc.webhook
-			f, err := newFilter(Config{Authentication: anonymousOnly(), Authorization: authz, Client: api, NodeName: testNode, Clock: clk}, noBackoff)
+			f, err := newFilter(Config{Authentication: anonymousOnly(), Authorization: authz, Client: kubeclienttest.Wrap(api), NodeName: testNode, Clock: clk}, noBackoff)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,7 +281,7 @@ func TestWebhookRetry(t *testing.T) {
 				}
 				return authorizationv1.SubjectAccessReviewStatus{Allowed: true}, nil
 			})
-			f, err := newFilter(Config{Authentication: anonymousOnly(), Authorization: webhookAuthz(), Client: api, NodeName: testNode, Clock: newFakeClock()}, noBackoff)
+			f, err := newFilter(Config{Authentication: anonymousOnly(), Authorization: webhookAuthz(), Client: kubeclienttest.Wrap(api), NodeName: testNode, Clock: newFakeClock()}, noBackoff)
 			if err != nil {
 				t.Fatal(err)
 			}

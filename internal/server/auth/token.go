@@ -11,14 +11,15 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	authenticationclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 )
 
 // tokenReviewAuthenticator asks the API server who owns a token.
 type tokenReviewAuthenticator struct {
-	client authenticationclient.TokenReviewInterface
+	client kubeclient.TokenReviewInterface
 	retry  retryBackoff
 	clock  clock.Clock
 }

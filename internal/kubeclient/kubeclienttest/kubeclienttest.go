@@ -1,0 +1,60 @@
+// Package kubeclienttest adapts a client-go clientset (normally
+// k8s.io/client-go/kubernetes/fake) to kubeclient.Interface for tests. Only
+// test code may import it: it links the full clientset.
+package kubeclienttest
+
+import (
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
+)
+
+// Wrap exposes cs through kubeclient.Interface; every call goes to cs.
+func Wrap(cs kubernetes.Interface) kubeclient.Interface { return clientset{cs} }
+
+type clientset struct{ cs kubernetes.Interface }
+
+func (c clientset) CoreV1() kubeclient.CoreV1Interface { return core{c.cs} }
+func (c clientset) CoordinationV1() kubeclient.CoordinationV1Interface {
+	return coordination{c.cs}
+}
+func (c clientset) AuthenticationV1() kubeclient.AuthenticationV1Interface {
+	return authentication{c.cs}
+}
+func (c clientset) AuthorizationV1() kubeclient.AuthorizationV1Interface {
+	return authorization{c.cs}
+}
+
+type core struct{ cs kubernetes.Interface }
+
+func (c core) RESTClient() rest.Interface                   { return c.cs.CoreV1().RESTClient() }
+func (c core) Pods(ns string) kubeclient.PodInterface       { return c.cs.CoreV1().Pods(ns) }
+func (c core) Nodes() kubeclient.NodeInterface              { return c.cs.CoreV1().Nodes() }
+func (c core) Secrets(ns string) kubeclient.SecretInterface { return c.cs.CoreV1().Secrets(ns) }
+func (c core) Events(ns string) kubeclient.EventInterface   { return c.cs.CoreV1().Events(ns) }
+func (c core) ConfigMaps(ns string) kubeclient.ConfigMapInterface {
+	return c.cs.CoreV1().ConfigMaps(ns)
+}
+func (c core) Services(ns string) kubeclient.ServiceInterface { return c.cs.CoreV1().Services(ns) }
+func (c core) ServiceAccounts(ns string) kubeclient.ServiceAccountInterface {
+	return c.cs.CoreV1().ServiceAccounts(ns)
+}
+
+type coordination struct{ cs kubernetes.Interface }
+
+func (c coordination) Leases(ns string) kubeclient.LeaseInterface {
+	return c.cs.CoordinationV1().Leases(ns)
+}
+
+type authentication struct{ cs kubernetes.Interface }
+
+func (c authentication) TokenReviews() kubeclient.TokenReviewInterface {
+	return c.cs.AuthenticationV1().TokenReviews()
+}
+
+type authorization struct{ cs kubernetes.Interface }
+
+func (c authorization) SubjectAccessReviews() kubeclient.SubjectAccessReviewInterface {
+	return c.cs.AuthorizationV1().SubjectAccessReviews()
+}
