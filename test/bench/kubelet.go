@@ -28,24 +28,16 @@ type flavor struct {
 	ExtraConfig string
 }
 
-// upstreamExtraConfig is what the upstream kubelet needs to run standalone
-// on this machine (cgroup v1, no systemd, no API server), and what keeps it
-// from touching anything but its own pods:
+// extraConfig is what a kubelet needs to run standalone on this machine
+// (cgroup v1, no systemd, no API server), and what keeps it from touching
+// anything but its own pods. Both kubelets get the same:
 //   - failCgroupV1: false: the machine only has cgroup v1;
 //   - anonymous authentication, AlwaysAllow authorization: no API server to
-//     ask (its defaults are webhook);
+//     ask (the defaults are webhook, which both refuse without one);
 //   - cgroupsPerQOS: false, enforceNodeAllocatable: []: no kubepods
-//     hierarchy (ours runs without it too), so it neither creates
-//     cgroups nor "cleans up" orphaned pod cgroups of anything else here.
-//
-// oursExtraConfig gives our kubelet the same cgroup settings, so both do
-// the same work and neither touches the shared /kubepods hierarchy.
-const oursExtraConfig = `failCgroupV1: false
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-`
-
-const upstreamExtraConfig = `failCgroupV1: false
+//     hierarchy, so neither creates cgroups nor "cleans up" orphaned pod
+//     cgroups of anything else here.
+const extraConfig = `failCgroupV1: false
 authentication:
   anonymous:
     enabled: true

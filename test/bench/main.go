@@ -214,10 +214,10 @@ func main() {
 	var flavors []*flavorResult
 	var fls []flavor
 	if o.ours != "" {
-		fls = append(fls, flavor{Name: "ours", Binary: o.ours, ExtraConfig: oursExtraConfig})
+		fls = append(fls, flavor{Name: "ours", Binary: o.ours, ExtraConfig: extraConfig})
 	}
 	if o.upstream != "" {
-		fls = append(fls, flavor{Name: "upstream", Binary: o.upstream, ExtraConfig: upstreamExtraConfig})
+		fls = append(fls, flavor{Name: "upstream", Binary: o.upstream, ExtraConfig: extraConfig})
 	}
 	for _, fl := range fls {
 		fr := &flavorResult{Name: fl.Name, Binary: fl.Binary, SizeStripped: fileSize(fl.Binary)}
