@@ -76,6 +76,16 @@ func parse(r io.Reader) (map[string]outcome, error) {
 	return out, nil
 }
 
+// merge adds later's outcomes to into; a spec that ran in later replaces
+// what into has (a rerun of selected specs overrides the first run).
+func merge(into, later map[string]outcome) {
+	for name, o := range later {
+		if old, ok := into[name]; !ok || o.ran() || !old.ran() {
+			into[name] = o
+		}
+	}
+}
+
 func firstLine(candidates ...string) string {
 	for _, s := range candidates {
 		for _, l := range strings.Split(s, "\n") {
@@ -151,8 +161,10 @@ func escape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 func main() {
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: junitsummary NAME=REPORT.xml [NAME=REPORT.xml...]")
+		fmt.Fprintln(os.Stderr, "usage: junitsummary [-failed] NAME=REPORT.xml[,RERUN.xml...] [NAME=...]")
+		fmt.Fprintln(os.Stderr, "A spec that ran in a later report of a NAME replaces its earlier outcome.")
 	}
+	failedOnly := flag.Bool("failed", false, "print only the names of the specs that failed in any report, one a line")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		flag.Usage()
@@ -166,18 +178,48 @@ func main() {
 			flag.Usage()
 			os.Exit(2)
 		}
-		f, err := os.Open(path)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+		merged := map[string]outcome{}
+		for _, p := range strings.Split(path, ",") {
+			f, err := os.Open(p)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			r, err := parse(f)
+			f.Close()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "%s: %v\n", p, err)
+				os.Exit(1)
+			}
+			merge(merged, r)
 		}
-		r, err := parse(f)
-		f.Close()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", path, err)
-			os.Exit(1)
-		}
-		names, results = append(names, name), append(results, r)
+		names, results = append(names, name), append(results, merged)
+	}
+	if *failedOnly {
+		fmt.Print(failed(results))
+		return
 	}
 	fmt.Print(table(names, results))
+}
+
+// failed lists the specs that failed in any of results, sorted, one a line.
+func failed(results []map[string]outcome) string {
+	set := map[string]bool{}
+	for _, r := range results {
+		for name, o := range r {
+			if o.Status == "failed" {
+				set[name] = true
+			}
+		}
+	}
+	var names []string
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(n + "\n")
+	}
+	return b.String()
 }

@@ -56,3 +56,23 @@ func TestTable(t *testing.T) {
 		t.Errorf("spec skipped everywhere is listed:\n%s", got)
 	}
 }
+
+func TestMerge(t *testing.T) {
+	first := map[string]outcome{"a": {Status: "failed", Message: "x"}, "b": {Status: "passed"}, "c": {Status: "failed"}}
+	rerun := map[string]outcome{"a": {Status: "passed"}, "b": {Status: "skipped"}, "d": {Status: "skipped"}}
+	merge(first, rerun)
+	want := map[string]string{"a": "passed", "b": "passed", "c": "failed", "d": "skipped"}
+	for k, w := range want {
+		if first[k].Status != w {
+			t.Errorf("%s: %s, want %s", k, first[k].Status, w)
+		}
+	}
+}
+
+func TestFailed(t *testing.T) {
+	ours := map[string]outcome{"b": {Status: "failed"}, "a": {Status: "passed"}}
+	up := map[string]outcome{"a": {Status: "failed"}, "b": {Status: "failed"}, "c": {Status: "skipped"}}
+	if got := failed([]map[string]outcome{ours, up}); got != "a\nb\n" {
+		t.Errorf("failed = %q, want %q", got, "a\nb\n")
+	}
+}

@@ -27,6 +27,11 @@ type patchOp struct {
 // pinPatch decides how to keep pod on node: nothing when it already is,
 // else the JSON patch that puts it there. It is pure.
 func pinPatch(pod *v1.Pod, node string) []patchOp {
+	return append(pinName(pod, node), pinAffinity(pod, node)...)
+}
+
+// pinName binds or selects the node by name.
+func pinName(pod *v1.Pod, node string) []patchOp {
 	switch {
 	case pod.Spec.NodeName == node:
 		return nil
@@ -40,6 +45,39 @@ func pinPatch(pod *v1.Pod, node string) []patchOp {
 		// "add" replaces an existing member too (RFC 6902 4.1).
 		return []patchOp{{Op: "add", Path: "/spec/nodeSelector/" + escapePointer(hostnameLabel), Value: node}}
 	}
+}
+
+// pinAffinity points required node affinity terms that name a node
+// (matchFields metadata.name or matchExpressions kubernetes.io/hostname with
+// operator In, as the e2e framework's SetAffinity writes them) at node; a
+// spec picks "a random ready node", which may be someone else's.
+func pinAffinity(pod *v1.Pod, node string) []patchOp {
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	sel := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.DeepCopy()
+	changed := false
+	retarget := func(reqs []v1.NodeSelectorRequirement, key string) {
+		for i := range reqs {
+			r := &reqs[i]
+			if r.Key != key || r.Operator != v1.NodeSelectorOpIn {
+				continue
+			}
+			if len(r.Values) != 1 || r.Values[0] != node {
+				r.Values = []string{node}
+				changed = true
+			}
+		}
+	}
+	for i := range sel.NodeSelectorTerms {
+		retarget(sel.NodeSelectorTerms[i].MatchFields, "metadata.name")
+		retarget(sel.NodeSelectorTerms[i].MatchExpressions, hostnameLabel)
+	}
+	if !changed {
+		return nil
+	}
+	return []patchOp{{Op: "replace", Path: "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution", Value: sel}}
 }
 
 // escapePointer escapes a JSON pointer reference token (RFC 6901).

@@ -29,6 +29,10 @@ func TestPinPatch(t *testing.T) {
 		{"bound to the node", v1.PodSpec{NodeName: "n1"}, nil},
 		{"bound to another node", v1.PodSpec{NodeName: "n2"},
 			[]patchOp{{"replace", "/spec/nodeName", "n1"}}},
+		{"affinity to another node", v1.PodSpec{NodeSelector: map[string]string{hostnameLabel: "n1"}, Affinity: affinity(v1.NodeSelectorOpIn, "n2")},
+			[]patchOp{{"replace", "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution", affinity(v1.NodeSelectorOpIn, "n1").NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}},
+		{"affinity to the node", v1.PodSpec{NodeSelector: map[string]string{hostnameLabel: "n1"}, Affinity: affinity(v1.NodeSelectorOpIn, "n1")}, nil},
+		{"anti-affinity left alone", v1.PodSpec{NodeSelector: map[string]string{hostnameLabel: "n1"}, Affinity: affinity(v1.NodeSelectorOpNotIn, "n2")}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := pinPatch(&v1.Pod{Spec: tc.spec}, "n1")
@@ -37,6 +41,16 @@ func TestPinPatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// affinity is what the e2e framework's SetAffinity/SetAntiAffinity write.
+func affinity(op v1.NodeSelectorOperator, node string) *v1.Affinity {
+	return &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+		NodeSelectorTerms: []v1.NodeSelectorTerm{
+			{MatchFields: []v1.NodeSelectorRequirement{{Key: "metadata.name", Operator: op, Values: []string{node}}}},
+			{MatchExpressions: []v1.NodeSelectorRequirement{{Key: hostnameLabel, Operator: op, Values: []string{node}}}},
+		},
+	}}}
 }
 
 func TestReview(t *testing.T) {
