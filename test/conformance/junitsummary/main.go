@@ -70,10 +70,22 @@ func parse(r io.Reader) (map[string]outcome, error) {
 			if o.Status == "timedout" || o.Status == "panicked" || o.Status == "interrupted" {
 				o.Message, o.Status = firstLine(o.Message, o.Status), "failed"
 			}
-			out[c.Name] = o
+			out[specText(c.Name)] = o
 		}
 	}
 	return out, nil
+}
+
+// specText turns ginkgo's JUnit test case name ("[It] <container and leaf
+// texts> [label, label]") into the spec's text, what --focus matches.
+func specText(name string) string {
+	name = strings.TrimPrefix(name, "[It] ")
+	if strings.HasSuffix(name, "]") {
+		if i := strings.LastIndex(name, " ["); i >= 0 && strings.Contains(name[i:], ", ") {
+			name = name[:i]
+		}
+	}
+	return name
 }
 
 // merge adds later's outcomes to into; a spec that ran in later replaces

@@ -8,7 +8,7 @@ import (
 const report = `<?xml version="1.0" encoding="UTF-8"?>
 <testsuites tests="4">
   <testsuite name="Kubernetes e2e suite" tests="4">
-    <testcase name="[sig-node] A works" classname="Kubernetes e2e suite" status="passed" time="1.5"></testcase>
+    <testcase name="[It] [sig-node] A works [NodeConformance] [sig-node, NodeConformance]" classname="Kubernetes e2e suite" status="passed" time="1.5"></testcase>
     <testcase name="[sig-node] B | breaks" classname="Kubernetes e2e suite" status="failed" time="3">
       <failure message="[FAILED] timed out&#xA;second line" type="failed">body</failure>
     </testcase>
@@ -23,10 +23,10 @@ func TestParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]outcome{
-		"[sig-node] A works":    {Status: "passed", Seconds: 1.5},
-		"[sig-node] B | breaks": {Status: "failed", Message: "[FAILED] timed out", Seconds: 3},
-		"[sig-node] C skipped":  {Status: "skipped"},
-		"[sig-node] D slow":     {Status: "failed", Message: "timedout", Seconds: 900},
+		"[sig-node] A works [NodeConformance]": {Status: "passed", Seconds: 1.5},
+		"[sig-node] B | breaks":                {Status: "failed", Message: "[FAILED] timed out", Seconds: 3},
+		"[sig-node] C skipped":                 {Status: "skipped"},
+		"[sig-node] D slow":                    {Status: "failed", Message: "timedout", Seconds: 900},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d cases, want %d: %+v", len(got), len(want), got)
