@@ -5,13 +5,18 @@
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet
 #                            k8s.io/kubernetes v1.36.3 (module test/tools/kubernetes)
 # The upstream kubelet lands in _output/bin/kubelet-upstream, so that nothing
-# mistakes it for ours.
+# mistakes it for ours. For hack/conformance.sh it also builds upstream's e2e
+# suite (e2e.test, `go test -c` of k8s.io/kubernetes/test/e2e), the ginkgo
+# CLI that runs it in parallel, and agnhost and nonewprivs, programs of
+# upstream's test images (hack/conformance.sh packages them into images).
 #
 # A binary newer than its module's go.mod and go.sum (and this script) is
 # kept; FORCE=1 rebuilds everything. The first build takes several minutes
 # (kube-apiserver alone about 5 on 2 cores); later ones hit the Go build cache.
 #
-# Usage: hack/build-cluster-tools.sh [NAME...]   (default: all of them)
+# Usage: hack/build-cluster-tools.sh [NAME...]
+#   (default: all but e2e.test, agnhost, nonewprivs and ginkgo, which only
+#   hack/conformance.sh needs)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
@@ -35,7 +40,8 @@ kube_ldflags() {
   echo "${flags# }"
 }
 
-# NAME MODULE_DIR PACKAGE, one a line.
+# NAME MODULE_DIR PACKAGE, one a line; "targets all" adds those built only
+# on request.
 targets() {
   cat <<EOF
 etcd ${ETCD_MODULE} go.etcd.io/etcd/server/v3
@@ -44,6 +50,14 @@ kube-controller-manager ${KUBE_MODULE} k8s.io/kubernetes/cmd/kube-controller-man
 kube-scheduler ${KUBE_MODULE} k8s.io/kubernetes/cmd/kube-scheduler
 kubectl ${KUBE_MODULE} k8s.io/kubernetes/cmd/kubectl
 kubelet-upstream ${KUBE_MODULE} k8s.io/kubernetes/cmd/kubelet
+EOF
+  # Built only when named (hack/conformance.sh does).
+  [[ ${1:-} == all ]] || return 0
+  cat <<EOF
+e2e.test ${KUBE_MODULE} k8s.io/kubernetes/test/e2e
+agnhost ${KUBE_MODULE} k8s.io/kubernetes/test/images/agnhost
+nonewprivs ${KUBE_MODULE} k8s.io/kubernetes/test/images/nonewprivs
+ginkgo ${KUBE_MODULE} github.com/onsi/ginkgo/v2/ginkgo
 EOF
 }
 
@@ -70,9 +84,11 @@ build_one() {
   # without cgo as well: with cgo every package above "net" would compile a
   # second time (minutes here) for a difference our tests do not see (the
   # pure-Go DNS resolver and user lookup).
-  if ! (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "${tmp}/${name}" "$pkg"); then
+  local build=(go build)
+  [[ $name == *.test ]] && build=(go test -c)
+  if ! (cd "$dir" && CGO_ENABLED=0 "${build[@]}" -trimpath -ldflags "$ldflags" -o "${tmp}/${name}" "$pkg"); then
     rm -rf "$tmp"
-    die "${name}: go build ${pkg} failed"
+    die "${name}: ${build[*]} ${pkg} failed"
   fi
   mv -f "${tmp}/${name}" "$bin"
   rmdir "$tmp"
@@ -85,7 +101,7 @@ main() {
   local t0 want=("$@") name dir pkg found
   t0=$(now_ms)
   for name in "${want[@]}"; do
-    targets | grep -q "^${name} " || die "unknown binary ${name}; known: $(targets | cut -d' ' -f1 | tr '\n' ' ')"
+    targets all | grep -q "^${name} " || die "unknown binary ${name}; known: $(targets all | cut -d' ' -f1 | tr '\n' ' ')"
   done
   while read -r name dir pkg; do
     if ((${#want[@]})); then
@@ -94,7 +110,7 @@ main() {
       [[ $found == yes ]] || continue
     fi
     build_one "$name" "$dir" "$pkg"
-  done < <(targets)
+  done < <(if ((${#want[@]})); then targets all; else targets; fi)
   log "cluster tools ready in ${BIN_DIR} after $(($(now_ms) - t0))ms"
 }
 

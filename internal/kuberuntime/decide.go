@@ -211,6 +211,23 @@ func ComputePodActions(pod *v1.Pod, st *PodStatus, unhealthy map[string]Unhealth
 		return a
 	}
 	a.InitContainersToStart = start
+	// A running sidecar whose liveness or startup probe failed is killed and
+	// started again, as upstream does (its restartPolicy is Always).
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if !isRestartableInit(c) {
+			continue
+		}
+		s := st.FindContainer(c.Name)
+		if s == nil || s.State != StateRunning {
+			continue
+		}
+		if u, ok := unhealthy[c.Name]; ok && u.ContainerID == s.ID {
+			a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: s.ID, Name: c.Name, Container: c,
+				Message: u.Message, GracePeriod: u.GracePeriod})
+			a.InitContainersToStart = append(a.InitContainersToStart, i)
+		}
+	}
 	if !done {
 		return a
 	}

@@ -203,6 +203,20 @@ func TestComputePodActions(t *testing.T) {
 			want: PodActions{SandboxID: "sb1", InitContainersToStart: []int{0}},
 		},
 		{
+			name: "sidecar that failed its liveness probe is killed and restarted",
+			pod:  sidecar, st: status([]SandboxStatus{readySandbox()}, ctr(sidecar, "side", StateRunning, 0, 1), ctr(sidecar, "i2", StateExited, 0, 1), ctr(sidecar, "app", StateRunning, 0, 0)),
+			unhealthy: map[string]Unhealthy{"side": {ContainerID: "side-id-b", Message: "Container side failed liveness probe, will be restarted", GracePeriod: &five}},
+			want: PodActions{SandboxID: "sb1", InitContainersToStart: []int{0},
+				ContainersToKill: []ContainerToKill{{ID: "side-id-b", Name: "side", Message: "Container side failed liveness probe, will be restarted", GracePeriod: &five}}},
+		},
+		{
+			name: "sidecar that failed its startup probe is restarted before the next init container",
+			pod:  sidecar, st: status([]SandboxStatus{readySandbox()}, ctr(sidecar, "side", StateRunning, 0, 0), ctr(sidecar, "i2", StateRunning, 0, 0)),
+			unhealthy: map[string]Unhealthy{"side": {ContainerID: "side-id-a", Message: "Container side failed startup probe, will be restarted"}},
+			want: PodActions{SandboxID: "sb1", InitContainersToStart: []int{0},
+				ContainersToKill: []ContainerToKill{{ID: "side-id-a", Name: "side", Message: "Container side failed startup probe, will be restarted"}}},
+		},
+		{
 			name: "container in unknown state is killed and restarted",
 			pod:  testPod(v1.RestartPolicyAlways, "a"), st: status([]SandboxStatus{readySandbox()}, &ContainerStatus{ID: "u", Name: "a", State: StateUnknown}),
 			want: PodActions{SandboxID: "sb1", ContainersToStart: []int{0}, ContainersToKill: []ContainerToKill{{ID: "u", Name: "a", Message: "Container a is in an unknown state, it will be killed and re-created."}}},

@@ -25,6 +25,8 @@ type slot struct {
 	containerID string
 	gen         uint64
 	cancel      context.CancelFunc
+	// trigger asks the armed worker to probe now (buffered, one pending).
+	trigger chan struct{}
 }
 
 type podState struct {
@@ -145,8 +147,9 @@ func (m *Manager) ContainerStarted(pod *v1.Pod, containerName, containerID strin
 		updates = appendReset(updates, k, s, containerID)
 		ctx, cancel := context.WithCancel(context.Background())
 		s.cancel = cancel
+		s.trigger = make(chan struct{}, 1)
 		m.wg.Add(1)
-		go m.runWorker(ctx, workerSpec{key: k, gen: s.gen, probe: s.probe, container: s.container, containerID: containerID, startedAt: startedAt})
+		go m.runWorker(ctx, workerSpec{key: k, gen: s.gen, probe: s.probe, container: s.container, containerID: containerID, startedAt: startedAt, trigger: s.trigger})
 	}
 	m.mu.Unlock()
 	klog.V(4).InfoS("Probe workers armed", "pod", klog.KObj(pod), "container", containerName, "containerID", containerID)
@@ -177,6 +180,7 @@ func appendReset(updates []Update, k key, s *slot, containerID string) []Update 
 		s.cancel()
 		s.cancel = nil
 	}
+	s.trigger = nil
 	s.gen++
 	s.containerID = containerID
 	if r := initialResult(k.t); r != s.result {
@@ -199,6 +203,16 @@ func (m *Manager) setResult(k key, gen uint64, r Result) {
 	}
 	s.result = r
 	u := Update{PodUID: k.uid, ContainerName: k.container, ContainerID: s.containerID, Type: k.t, Result: r}
+	if k.t == Startup && r == Success {
+		// As upstream: readiness is probed as soon as the container counts
+		// as started, not at the next slot of its period.
+		if rs := ps.slots[key{k.uid, k.container, Readiness}]; rs != nil && rs.trigger != nil && rs.result != Success {
+			select {
+			case rs.trigger <- struct{}{}:
+			default:
+			}
+		}
+	}
 	m.mu.Unlock()
 	klog.V(2).InfoS("Probe result changed", "podUID", k.uid, "container", k.container, "probe", k.t.String(), "result", r.String())
 	m.notify([]Update{u})

@@ -275,6 +275,28 @@ func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 	}
 }
 
+// Readiness with a long period is probed as soon as startup succeeds, not
+// at its next slot (upstream's "ready immediately after startupProbe
+// succeeds"), and then keeps its own schedule.
+func TestReadinessProbedWhenStartupSucceeds(t *testing.T) {
+	h := newHarness(t, map[string][]int32{"startup": {1, 0}, "ready": {0}})
+	pod := testPod(v1.Container{Name: "c",
+		StartupProbe:   execProbeSpec("startup", 0, 5, 1, 10),
+		ReadinessProbe: execProbeSpec("ready", 0, 30, 1, 3),
+	})
+	h.m.AddPod(pod)
+	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now())
+	waitFor(t, "first startup probe", func() bool { return h.rt.count("startup") == 1 })
+	h.step(t, 2, 5*time.Second) // t=5: startup succeeds; readiness's next slot is t=30
+	waitFor(t, "started", func() bool { return h.m.Started(pod.UID, "c") })
+	waitFor(t, "ready without the clock moving", func() bool { return h.m.Ready(pod.UID, "c") })
+	if n := h.rt.count("ready"); n != 1 {
+		t.Fatalf("readiness probed %d times, want 1", n)
+	}
+	h.step(t, 1, 25*time.Second) // t=30: the scheduled slot
+	waitFor(t, "scheduled readiness probe", func() bool { return h.rt.count("ready") == 2 })
+}
+
 func TestNoProbes(t *testing.T) {
 	h := newHarness(t, nil)
 	pod := testPod(v1.Container{Name: "c"})

@@ -74,25 +74,32 @@ type workerSpec struct {
 	container   *v1.Container
 	containerID string
 	startedAt   time.Time
+	// trigger wakes the worker for an immediate probe off its schedule.
+	trigger <-chan struct{}
 }
 
-func sleepUntil(ctx context.Context, clk clock.WithTicker, t time.Time) bool {
+// sleepUntil waits for t, a trigger or the end of ctx; ok is false when ctx
+// ended, triggered is true when the wait ended early by trigger.
+func sleepUntil(ctx context.Context, clk clock.WithTicker, t time.Time, trigger <-chan struct{}) (triggered, ok bool) {
 	d := t.Sub(clk.Now())
 	if d <= 0 {
-		return ctx.Err() == nil
+		return false, ctx.Err() == nil
 	}
 	timer := clk.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
-		return false
+		return false, false
+	case <-trigger:
+		return true, ctx.Err() == nil
 	case <-timer.C():
-		return true
+		return false, true
 	}
 }
 
 // runWorker probes on the schedule startedAt+initialDelay, then every period,
-// until ctx is cancelled or the worker goes on hold.
+// plus once whenever triggered (the schedule stays), until ctx is cancelled
+// or the worker goes on hold.
 func (m *Manager) runWorker(ctx context.Context, w workerSpec) {
 	defer m.wg.Done()
 	logger := klog.FromContext(ctx).WithValues("podUID", w.key.uid, "container", w.key.container, "probe", w.key.t.String(), "containerID", w.containerID)
@@ -100,7 +107,8 @@ func (m *Manager) runWorker(ctx context.Context, w workerSpec) {
 	period := probePeriod(w.probe)
 	var th thresholdState
 	for {
-		if !sleepUntil(ctx, m.clock, next) {
+		triggered, ok := sleepUntil(ctx, m.clock, next, w.trigger)
+		if !ok {
 			return
 		}
 		var keepGoing bool
@@ -109,7 +117,9 @@ func (m *Manager) runWorker(ctx context.Context, w workerSpec) {
 			logger.V(4).Info("Probe worker stopped")
 			return
 		}
-		next = nextRun(next, period, m.clock.Now())
+		if !triggered {
+			next = nextRun(next, period, m.clock.Now())
+		}
 	}
 }
 

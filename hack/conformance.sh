@@ -1,0 +1,491 @@
+#!/usr/bin/env bash
+# Runs upstream's node conformance specs (k8s.io/kubernetes v1.36.3
+# test/e2e, the [NodeConformance] specs of the areas below) against our
+# kubelet, and the same specs against the upstream kubelet on the same
+# machine, as nodes of the shared test control plane; then prints a table
+# spec -> outcome per kubelet (docs/conformance.md discusses one).
+#
+#   hack/conformance.sh [ours|upstream|both]      (default both)
+#
+# Areas (CONFORMANCE_FOCUS overrides): probes, lifecycle hooks, init
+# containers, container runtime, ConfigMap/Secret/Downward API/projected/
+# emptyDir/hostPath volumes (and the env-var forms of the first three),
+# security context, sysctls.
+#
+# How it runs them (both at once, unless told one):
+#   - each kubelet on its own private containerd (hack/private-containerd.sh
+#     conformance, conformance-upstream), as node conformance-<ours|upstream>
+#     with credentials from hack/make-node-credentials.sh, and the same
+#     KubeletConfiguration (cluster authn/authz, cgroupfs, no QoS cgroups,
+#     private podLogsDir; see write_config), both with node IP and address
+#     10.88.0.1, the CNI bridge (see main for why not loopback);
+#   - the control plane is shared with other engineers' tests, whose nodes
+#     come and go: each e2e run acts as its own user (conformance-<flavor>,
+#     impersonated by the admin kubeconfig), and a mutating admission webhook
+#     (test/conformance/pinpods, on loopback, failurePolicy Fail, only for
+#     namespaces labelled e2e-framework) pins every pod a run creates to that
+#     run's node, so no spec lands on someone else's node or the other
+#     kubelet; the framework does not wait for other nodes to be Ready
+#     (--allowed-not-ready-nodes=-1);
+#   - no registry outside loopback: the test images are built here and pushed
+#     to localhost:5000 (busybox and nonroot from Debian's static busybox,
+#     agnhost and nonewprivs from upstream's Go sources, pause from
+#     hack/setup-node.sh's), and --kube-test-repo-list points every upstream
+#     registry there;
+#   - ginkgo runs each suite CONFORMANCE_PROCS specs at a time (default 6),
+#     each spec at most CONFORMANCE_FLAKE_ATTEMPTS times (default 1: no
+#     retries); Serial specs run alone at the end.
+#
+# CONFORMANCE_RERUN_FROM=DIR runs again only the specs that failed on either
+# kubelet in an earlier run's output DIR (the shared control plane is
+# sometimes restarted by other engineers' outage tests, and specs then fail
+# for that alone), and the summary merges: a rerun outcome replaces the first.
+#
+# Output: CONFORMANCE_OUT (default /var/tmp/seed-conformance): per kubelet
+# junit.xml, ginkgo.log, kubelet.log; summary.md (also printed).
+# Needs root, hack/setup-node.sh done, the control plane running
+# (hack/start-control-plane.sh; this script never starts or restarts it).
+# Takes about 30 minutes on 2 busy cores (see docs/conformance.md), plus the
+# first build of e2e.test (10-12 minutes).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
+cd "$REPO_ROOT"
+
+OUT=${CONFORMANCE_OUT:-/var/tmp/seed-conformance}
+PROCS=${CONFORMANCE_PROCS:-6}
+FLAKE_ATTEMPTS=${CONFORMANCE_FLAKE_ATTEMPTS:-1}
+SUITE_TIMEOUT=${CONFORMANCE_TIMEOUT:-90m}
+STATE=/var/lib/seed-conformance
+CTR_NAME=conformance
+REG=localhost:5000
+KUBECTL=${BIN_DIR}/kubectl
+WEBHOOK_CONFIG=conformance-pin-pods
+# Kernel settings the upstream kubelet sets when it starts; put back after.
+SYSCTLS=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
+
+# The [NodeConformance] specs of the areas the kubelet owns (regexps on the
+# spec's full text; ginkgo ORs them).
+DEFAULT_FOCUS=(
+  '\[sig-node\] Probing container'
+  '\[sig-node\] Container Lifecycle Hook'
+  '\[sig-node\] Lifecycle (Sleep Hook|sleep action)'
+  '\[sig-node\] \[NodeConformance\] \[FeatureGate:SidecarContainers\] (Probing restartable init container|Restartable Init Container Lifecycle Hook)'
+  '\[sig-node\] InitContainer'
+  '\[sig-node\] Container Runtime'
+  '\[sig-node\] Security Context'
+  '\[sig-node\] Sysctls'
+  '\[sig-node\] (ConfigMap|Secrets|Downward API) '
+  '\[sig-storage\] (ConfigMap|Secrets|Downward API volume|Projected (configMap|secret|downwardAPI|combined)|EmptyDir|HostPath) '
+)
+# What must not run here whatever the kubelet (CONFORMANCE_SKIP adds a
+# regexp). Everything else in focus runs, and failures caused by this machine
+# rather than the kubelet are classified in docs/conformance.md, not hidden.
+#   - image pulls from a registry pod: it runs agnhost fake-registry-server
+#     with hostNetwork on port 5000, which the shared loopback registry owns
+#     (it would fail to bind; and must never stand in for the shared one).
+DEFAULT_SKIP=(
+  'Container Runtime blackbox test when running a container with a new image'
+)
+
+kc() { "$KUBECTL" --kubeconfig "$ADMIN_KUBECONFIG" "$@"; }
+
+# ---------------------------------------------------------------- builds
+
+build_all() {
+  local tools=(e2e.test agnhost nonewprivs ginkgo) b
+  # The shared control plane's tools are only built when missing here: a
+  # rebuild would make hack/start-control-plane.sh restart it for everyone.
+  for b in kubelet-upstream kubectl; do [[ -x ${BIN_DIR}/${b} ]] || tools+=("$b"); done
+  log "building ${tools[*]} (hack/build-cluster-tools.sh)"
+  bash hack/build-cluster-tools.sh "${tools[@]}"
+  mkdir -p "${OUT}/bin"
+  log "building our kubelet (cmd/kubelet) and the helpers"
+  CGO_ENABLED=0 go build -trimpath -o "${OUT}/bin/kubelet-ours" ./cmd/kubelet
+  go build -o "${OUT}/bin/pinpods" ./test/conformance/pinpods
+  go build -o "${OUT}/bin/junitsummary" ./test/conformance/junitsummary
+  go build -o "${OUT}/bin/image-build" ./test/images/build
+}
+
+# ---------------------------------------------------------------- images
+
+# push TAR REF: pushes unless the registry already has REF at TAR's digest.
+push() {
+  local tar=$1 ref=$2 digest
+  digest=$("${BIN_DIR}/crane" digest --tarball "$tar")
+  if [[ $("${BIN_DIR}/crane" digest --insecure "$ref" 2>/dev/null) == "$digest" ]]; then
+    return
+  fi
+  "${BIN_DIR}/crane" push --insecure "$tar" "$ref" >/dev/null 2>"${OUT}/images/push.log" ||
+    die "crane push ${ref}: $(tail -n 3 "${OUT}/images/push.log")"
+  log "images: pushed ${ref} (${digest:7:12})"
+}
+
+# image NAME ROOTFS REF... [-- BUILD-FLAGS...]: builds ROOTFS into a tarball
+# and pushes it under every REF.
+image() {
+  local name=$1 rootfs=$2 refs=() ref
+  shift 2
+  while (($#)) && [[ $1 != -- ]]; do refs+=("$1"); shift; done
+  (($#)) && shift
+  "${OUT}/bin/image-build" -rootfs "$rootfs" -o "${OUT}/images/${name}.tar" -name "${refs[0]}" "$@" >/dev/null
+  for ref in "${refs[@]}"; do push "${OUT}/images/${name}.tar" "$ref"; done
+}
+
+# Stand-ins for upstream's test images, named as --kube-test-repo-list maps
+# them (upstream's names and tags, registry localhost:5000).
+build_images() {
+  local d=${OUT}/images applet
+  rm -rf "$d" && mkdir -p "$d"
+  local bb=${d}/busybox-rootfs
+  mkdir -p "$bb"/{bin,usr/bin,tmp,root,var,home,dev,proc,sys,etc}
+  cp -r test/images/busybox/rootfs/. "$bb/"
+  cp /bin/busybox "${bb}/usr/bin/busybox"
+  chmod 1777 "${bb}/tmp"
+  chmod 700 "${bb}/root"
+  for applet in $(/bin/busybox --list) busybox; do
+    ln -sf /usr/bin/busybox "${bb}/bin/${applet}"
+  done
+  image busybox "$bb" "${REG}/e2e-test-images/busybox:1.37.0-1" -- -cmd '["sh"]'
+  # nonroot: busybox with USER 1234, as upstream's.
+  image nonroot "$bb" "${REG}/e2e-test-images/nonroot:1.5" -- -cmd '["sh"]' -user 1234
+
+  # agnhost: upstream's program on busybox (upstream's is on alpine), with
+  # what its Dockerfile adds that specs rely on.
+  local ag=${d}/agnhost-rootfs
+  cp -a "$bb" "$ag"
+  cp "${BIN_DIR}/agnhost" "${ag}/agnhost"
+  ln -s agnhost "${ag}/agnhost-2"
+  mkdir -p "${ag}/uploads" "${ag}/home/user-defined-in-image"
+  echo "user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh" >>"${ag}/etc/passwd"
+  printf '%s\n' "user-defined-in-image:x:1000:" "group-defined-in-image:x:50000:user-defined-in-image" >>"${ag}/etc/group"
+  # Upstream's is alpine with bash and curl, which specs call: ash stands in
+  # for bash, busybox wget for a plain "curl URL".
+  printf '#!/bin/sh\nexec /bin/sh "$@"\n' >"${ag}/bin/bash"
+  cat >"${ag}/usr/bin/curl" <<'EOF'
+#!/bin/sh
+# Stand-in for curl: GETs the last http(s) URL among the arguments.
+url=""
+for a in "$@"; do case $a in http://* | https://*) url=$a ;; esac; done
+[ -n "$url" ] || { echo "curl (stand-in): no URL in: $*" >&2; exit 2; }
+exec wget -q -O - "$url"
+EOF
+  chmod 755 "${ag}/bin/bash" "${ag}/usr/bin/curl"
+  # netexec --tls-cert-file /localhost.crt (the https hook specs): upstream's
+  # Dockerfile adds porter's test pair.
+  local kdir
+  kdir=$(cd test/tools/kubernetes && go list -m -f '{{.Dir}}' k8s.io/kubernetes)
+  cp "${kdir}/test/images/agnhost/porter/localhost.crt" "${kdir}/test/images/agnhost/porter/localhost.key" "${ag}/"
+  chmod 644 "${ag}/localhost.crt" "${ag}/localhost.key"
+  image agnhost "$ag" "${REG}/e2e-test-images/agnhost:2.63.0" "${REG}/e2e-test-images/agnhost:2.55" -- \
+    -entrypoint '["/agnhost"]' -cmd '["pause"]'
+
+  # nonewprivs: upstream's nnp, setuid root, prints its effective uid.
+  local nn=${d}/nonewprivs-rootfs
+  cp -a "$bb" "$nn"
+  mkdir -p "${nn}/usr/local/bin"
+  cp "${BIN_DIR}/nonewprivs" "${nn}/usr/local/bin/nnp"
+  chmod 4755 "${nn}/usr/local/bin/nnp"
+  image nonewprivs "$nn" "${REG}/e2e-test-images/nonewprivs:1.4" -- -cmd '["nnp"]'
+
+  # pause: hack/setup-node.sh's, under upstream's e2e tag.
+  push "${OUT_DIR}/images/pause.tar" "${REG}/pause:3.10.2"
+
+  cat >"${OUT}/repo-list.yaml" <<EOF
+promoterE2eRegistry: ${REG}/e2e-test-images
+buildImageRegistry: ${REG}/build-image
+invalidRegistry: ${REG}/invalid
+gcEtcdRegistry: ${REG}
+gcRegistry: ${REG}
+sigStorageRegistry: ${REG}/sig-storage
+privateRegistry: ${REG}/k8s-authenticated-test
+dockerLibraryRegistry: ${REG}/library
+cloudProviderGcpRegistry: ${REG}/cloud-provider-gcp
+EOF
+}
+
+# ---------------------------------------------------------------- pinning
+
+# start_webhook FLAVOR...: one webhook routing each flavor's e2e user
+# (conformance-FLAVOR) to its node (conformance-FLAVOR).
+start_webhook() {
+  local dir=${OUT}/webhook port ca fl routes=()
+  mkdir -p "$dir"
+  for fl in "$@"; do routes+=(-route "conformance-${fl}=conformance-${fl}"); done
+  port=$(free_port)
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=conformance-pinpods" \
+    -addext "subjectAltName=IP:127.0.0.1" -keyout "${dir}/webhook.key" -out "${dir}/webhook.crt" 2>/dev/null
+  start_daemon "${dir}/webhook.pid" "${dir}/webhook.log" "${OUT}/bin/pinpods" "${routes[@]}" \
+    -listen "127.0.0.1:${port}" -tls-cert "${dir}/webhook.crt" -tls-key "${dir}/webhook.key"
+  wait_until 10 "pinpods webhook" curl -sk "https://127.0.0.1:${port}/pin" ||
+    die "pinpods did not start; log ${dir}/webhook.log"
+  ca=$(base64 -w0 <"${dir}/webhook.crt")
+  kc apply -f - >/dev/null <<EOF
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: ${WEBHOOK_CONFIG}
+webhooks:
+- name: pin.conformance.seed-kubelet.test
+  clientConfig:
+    url: https://127.0.0.1:${port}/pin
+    caBundle: ${ca}
+  rules:
+  - operations: ["CREATE"]
+    apiGroups: [""]
+    apiVersions: ["v1"]
+    resources: ["pods"]
+    scope: Namespaced
+  namespaceSelector:
+    matchExpressions:
+    - {key: e2e-framework, operator: Exists}
+  failurePolicy: Fail
+  sideEffects: None
+  admissionReviewVersions: ["v1"]
+  timeoutSeconds: 5
+EOF
+  log "pods the e2e runs create are pinned to their nodes (webhook ${WEBHOOK_CONFIG}, log ${dir}/webhook.log)"
+}
+
+stop_webhook() {
+  kc delete mutatingwebhookconfiguration "$WEBHOOK_CONFIG" --ignore-not-found >/dev/null 2>&1 || true
+  if [[ -f ${OUT}/webhook/webhook.pid ]]; then stop_daemon "${OUT}/webhook/webhook.pid" pinpods >/dev/null; fi
+}
+
+# ---------------------------------------------------------------- kubelets
+
+free_port() {
+  local p
+  for p in $(shuf -i 20000-32000 -n 100); do
+    if ! ss -Htln "sport = :${p}" | grep -q .; then
+      echo "$p"
+      return
+    fi
+  done
+  die "no free port"
+}
+write_config() {
+  local dir=$1 ep=$2 port=$3 healthz=$4
+  # shellcheck disable=SC2154 # set by eval of make-node-credentials.sh
+  cat >"${dir}/config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: ${NODE_IP}
+port: ${port}
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: ${healthz}
+containerRuntimeEndpoint: ${ep}
+cgroupDriver: cgroupfs
+failSwapOn: false
+failCgroupV1: false
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+podLogsDir: ${dir}/pod-logs
+nodeStatusUpdateFrequency: 4s
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: ${CA_CERT}
+authorization:
+  mode: Webhook
+tlsCertFile: ${SERVING_CERT}
+tlsPrivateKeyFile: ${SERVING_KEY}
+EOF
+}
+unmount_under() {
+  awk -v d="$1" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done
+}
+node_ready() {
+  [[ $(kc get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) == True ]]
+}
+
+# e2e_namespaces: what the e2e framework created and has not deleted yet.
+e2e_namespaces() { kc get ns -l e2e-framework -o name 2>/dev/null; }
+
+# impersonating_kubeconfig USER OUT: the admin kubeconfig acting as USER in
+# group system:masters (so the webhook can tell the runs apart).
+impersonating_kubeconfig() {
+  sed "/^  user:\$/a\\    as: $1\\n    as-groups: [\"system:masters\"]" "$ADMIN_KUBECONFIG" >"$2"
+  grep -q "as: $1" "$2" || die "could not write ${2}"
+}
+
+STARTED=()
+SAVED_SYSCTLS=()
+save_sysctls() {
+  local s
+  for s in "${SYSCTLS[@]}"; do SAVED_SYSCTLS+=("${s}=$(cat "/proc/sys/${s}")"); done
+}
+restore_sysctls() {
+  local kv
+  for kv in "${SAVED_SYSCTLS[@]}"; do echo "${kv#*=}" >"/proc/sys/${kv%%=*}" 2>/dev/null || true; done
+}
+
+# containerd_name FLAVOR: the private containerd of that kubelet.
+containerd_name() { if [[ $1 == ours ]]; then echo "$CTR_NAME"; else echo "${CTR_NAME}-$1"; fi; }
+
+cleanup() {
+  local fl node
+  stop_webhook
+  # Let the kubelets finish the framework's namespace deletions (their pods
+  # are on them) before they go.
+  if [[ -n $(e2e_namespaces) ]]; then
+    kc delete ns -l e2e-framework --wait=false >/dev/null 2>&1 || true
+    wait_until 180 "e2e namespaces to be deleted" bash -c "[[ -z \$('$KUBECTL' --kubeconfig '$ADMIN_KUBECONFIG' get ns -l e2e-framework -o name 2>/dev/null) ]]" ||
+      log "warning: namespaces left: $(e2e_namespaces | tr '\n' ' ')"
+  fi
+  for fl in "${STARTED[@]}"; do
+    node=conformance-${fl}
+    if [[ -f ${OUT}/${fl}/kubelet.pid ]]; then stop_daemon "${OUT}/${fl}/kubelet.pid" "kubelet ${node}"; fi
+    kc delete node "$node" --ignore-not-found >/dev/null 2>&1 || true
+    # Pods still bound to the deleted node (the pod GC would take a while).
+    kc get pods -A --field-selector "spec.nodeName=${node}" --no-headers \
+      -o custom-columns=NS:.metadata.namespace,N:.metadata.name 2>/dev/null |
+      while read -r ns n; do kc -n "$ns" delete pod "$n" --grace-period=0 --force >/dev/null 2>&1 || true; done
+    bash hack/private-containerd.sh "$(containerd_name "$fl")" stop >/dev/null 2>&1 || true
+    unmount_under "${STATE}/${node}"
+  done
+  STARTED=()
+  restore_sysctls
+}
+
+# start_kubelet FLAVOR BINARY: its own containerd, node conformance-FLAVOR.
+start_kubelet() {
+  local fl=$1 bin=$2 node=conformance-$1 dir=${OUT}/$1 ep port healthz t0
+  rm -rf "$dir" && mkdir -p "${dir}/pod-logs"
+  unmount_under "${STATE}/${node}"
+  rm -rf "${STATE:?}/${node}" && mkdir -p "${STATE}/${node}"
+  STARTED+=("$fl")
+  ep=$(bash hack/private-containerd.sh "$(containerd_name "$fl")")
+  echo "$ep" >"${dir}/endpoint"
+  # Its image store outlives it: drop test images a previous run pulled, so
+  # that this run's stand-ins are used (specs pull IfNotPresent).
+  ctr --address "${ep#unix://}" -n k8s.io images ls -q | grep "^${REG}/" |
+    xargs -r ctr --address "${ep#unix://}" -n k8s.io images rm >/dev/null || true
+  eval "$(bash hack/make-node-credentials.sh "$node")"
+  # The node's serving certificate for NODE_IP too (the apiserver dials the
+  # InternalIP and checks the certificate against the cluster CA).
+  SERVING_CERT=${STATE}/${node}-pki/kubelet.crt SERVING_KEY=${STATE}/${node}-pki/kubelet.key
+  lock_pki
+  issue_cert kubelet "${STATE}/${node}-pki" "/CN=${node}" server "DNS:${node}" "IP:${NODE_IP}" "IP:127.0.0.1"
+  unlock_pki
+  port=$(free_port)
+  healthz=$(free_port)
+  write_config "$dir" "$ep" "$port" "$healthz"
+  impersonating_kubeconfig "conformance-${fl}" "${dir}/e2e.kubeconfig"
+  kc delete node "$node" --ignore-not-found >/dev/null 2>&1 || true
+  log "${fl}: starting ${bin} as node ${node} on ${ep} (log ${dir}/kubelet.log)"
+  start_daemon "${dir}/kubelet.pid" "${dir}/kubelet.log" "$bin" --config "${dir}/config.yaml" \
+    --root-dir "${STATE}/${node}" --cert-dir "${STATE}/${node}/pki" --kubeconfig "$KUBECONFIG" \
+    --hostname-override "$node" --node-ip "$NODE_IP" --v 2
+  t0=$(now_ms)
+  wait_until 60 "node ${node} Ready" node_ready "$node" || {
+    tail -n 30 "${dir}/kubelet.log" >&2
+    die "${fl}: node ${node} did not become Ready"
+  }
+  log "${fl}: node Ready after $(($(now_ms) - t0))ms"
+}
+
+# run_e2e FLAVOR: upstream's specs against that kubelet; exit code of ginkgo.
+run_e2e() {
+  local fl=$1 dir=${OUT}/$1 node=conformance-$1 focus=("${DEFAULT_FOCUS[@]}") skip=("${DEFAULT_SKIP[@]}") f args=()
+  [[ -n ${CONFORMANCE_FOCUS:-} ]] && focus=("$CONFORMANCE_FOCUS")
+  [[ -n ${CONFORMANCE_SKIP:-} ]] && skip+=("$CONFORMANCE_SKIP")
+  if [[ -n ${RERUN_FOCUS_FILE:-} ]]; then
+    # The failed specs' texts, regexp-quoted.
+    mapfile -t focus < <(sed -e 's/[][\.*^$()+?{}|]/\\&/g' "$RERUN_FOCUS_FILE")
+  fi
+  for f in "${focus[@]}"; do args+=(--focus "$f"); done
+  for f in "${skip[@]}"; do args+=(--skip "$f"); done
+  "${BIN_DIR}/ginkgo" --procs "$PROCS" --label-filter NodeConformance "${args[@]}" \
+    --flake-attempts "$FLAKE_ATTEMPTS" --timeout "$SUITE_TIMEOUT" --no-color --junit-report junit.xml \
+    --json-report report.json --output-dir "$dir" --silence-skips \
+    "${BIN_DIR}/e2e.test" -- \
+    --kubeconfig "${dir}/e2e.kubeconfig" --kubectl-path "$KUBECTL" \
+    --kube-test-repo-list "${OUT}/repo-list.yaml" \
+    --allowed-not-ready-nodes=-1 --minStartupPods=-1 \
+    --container-runtime-endpoint "$(<"${dir}/endpoint")" --kubelet-root-dir "${STATE}/${node}" \
+    --node-os-distro debian --disable-log-dump \
+    >"${dir}/ginkgo.log" 2>&1
+}
+
+main() {
+  [[ $(id -u) == 0 ]] || die "run as root"
+  local which=${1:-both} flavors=()
+  case $which in
+  ours) flavors=(ours) ;;
+  upstream) flavors=(upstream) ;;
+  both) flavors=(ours upstream) ;;
+  *) die "usage: $0 [ours|upstream|both]" ;;
+  esac
+  mkdir -p "$OUT" "$STATE"
+  # The node IP both kubelets report and listen on: upstream refuses a
+  # loopback one ("nodeIP can't be loopback address": the Node would have no
+  # address and the apiserver could not reach it for logs and exec), so the
+  # CNI bridge's address, which is this machine's too.
+  NODE_IP=$(ip -4 -o addr show dev cni0 2>/dev/null | awk '{ split($4, a, "/"); print a[1]; exit }')
+  [[ -n $NODE_IP ]] || die "no IPv4 address on the CNI bridge cni0 (run a pod once, e.g. hack/setup-node.sh and any integration test)"
+  local t0
+  t0=$(now_ms)
+  if ! containerd_answers || ! "${BIN_DIR}/crane" catalog "$REGISTRY_ADDR" --insecure >/dev/null 2>&1 ||
+    [[ ! -f ${OUT_DIR}/images/pause.tar ]]; then
+    log "node not prepared: running hack/setup-node.sh"
+    bash hack/setup-node.sh
+  fi
+  build_all
+  # The control plane is shared: never (re)start it from here. Another
+  # engineer's outage test may have it down for a minute; wait for them.
+  wait_until 180 "the control plane at ${APISERVER_URL} (start it with hack/start-control-plane.sh)" \
+    curl -sfk --max-time 3 "${APISERVER_URL}/readyz" || die "the control plane does not answer"
+  build_images
+  local from=${CONFORMANCE_RERUN_FROM:-} f reports_from=() fl0
+  if [[ -n $from ]]; then
+    for fl0 in "${flavors[@]}"; do reports_from+=("${fl0}=${from}/${fl0}/junit.xml"); done
+    [[ $(readlink -f "$from") != $(readlink -f "$OUT") ]] || die "CONFORMANCE_RERUN_FROM must differ from CONFORMANCE_OUT"
+    RERUN_FOCUS_FILE=${OUT}/rerun-specs.txt
+    "${OUT}/bin/junitsummary" -failed "${reports_from[@]}" >"$RERUN_FOCUS_FILE"
+    log "rerunning the $(wc -l <"$RERUN_FOCUS_FILE") specs that failed in ${from} (list: ${RERUN_FOCUS_FILE})"
+    [[ -s $RERUN_FOCUS_FILE ]] || { log "nothing failed there"; return 0; }
+  fi
+  # A run killed half-way may have left its webhook configuration behind.
+  kc delete mutatingwebhookconfiguration "$WEBHOOK_CONFIG" --ignore-not-found >/dev/null
+
+  trap cleanup EXIT
+  save_sysctls
+  local fl bin
+  for fl in "${flavors[@]}"; do
+    bin=${OUT}/bin/kubelet-ours
+    [[ $fl == upstream ]] && bin=${BIN_DIR}/kubelet-upstream
+    start_kubelet "$fl" "$bin"
+  done
+  start_webhook "${flavors[@]}"
+
+  # The runs go side by side, each against its own kubelet.
+  local pids=() reports=() i rc
+  t0=$(now_ms)
+  for fl in "${flavors[@]}"; do
+    log "${fl}: running e2e.test (${PROCS} specs at a time; log ${OUT}/${fl}/ginkgo.log)"
+    run_e2e "$fl" &
+    pids+=($!)
+  done
+  for i in "${!flavors[@]}"; do
+    fl=${flavors[$i]}
+    rc=0
+    wait "${pids[$i]}" || rc=$?
+    log "${fl}: e2e.test exited ${rc} after $((($(now_ms) - t0) / 1000))s: $(grep -E '^Ran [0-9]+ of' "${OUT}/${fl}/ginkgo.log" | tail -1)"
+    if [[ -n $from ]]; then
+      reports+=("${fl}=${from}/${fl}/junit.xml,${OUT}/${fl}/junit.xml")
+    else
+      reports+=("${fl}=${OUT}/${fl}/junit.xml")
+    fi
+  done
+  cleanup
+  "${OUT}/bin/junitsummary" "${reports[@]}" | tee "${OUT}/summary.md"
+  log "done in $((($(now_ms) - t0) / 1000))s; results in ${OUT}"
+}
+
+main "$@"
