@@ -144,12 +144,19 @@ func Run(ctx context.Context, o *options.Options) error {
 	if cfg.CPUCFSQuotaPeriod != nil {
 		spec.CPUCFSQuotaPeriod = cfg.CPUCFSQuotaPeriod.Microseconds()
 	}
+	// A resourceFieldRef to a missing limit reads the node's allocatable.
+	spec.NodeAllocatable = func() v1.ResourceList {
+		if n := node.get(); n != nil {
+			return n.Status.Allocatable
+		}
+		return nil
+	}
 	var creds kuberuntime.PullCredentials
 	if inputs != nil {
 		spec.EnvSource = inputs
 		creds = inputs.Credentials
 	}
-	volCfg := volume.Config{PodsDir: podsDir, NodeName: nodeName}
+	volCfg := volume.Config{PodsDir: podsDir, NodeName: nodeName, ResourceField: spec.ResourceFieldValue}
 	if inputs != nil {
 		volCfg.Sources = inputs
 		volCfg.Tokens = podinputs.NewTokens(podinputs.TokensConfig{Request: podinputs.ClientTokenRequester(cl.main), Clock: clk})

@@ -327,9 +327,20 @@ func orderIPs(podIPs, hostIPs []string) []string {
 	return out
 }
 
+// ResourceFieldValue resolves a resourceFieldRef that names its container
+// (the downward API volume form); see resourceFieldRefValue.
+func (o *Options) ResourceFieldValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error) {
+	c := findContainer(pod, ref.ContainerName)
+	if c == nil {
+		return "", fmt.Errorf("resourceFieldRef: no container named %q", ref.ContainerName)
+	}
+	return o.resourceFieldRefValue(pod, c, ref)
+}
+
 // resourceFieldRefValue resolves limits.* or requests.* of a container, a
 // missing cpu, memory or ephemeral-storage limit reading as the pod-level
-// limit or else the node's capacity, divided by the divisor and rounded up.
+// limit or else the node's allocatable, divided by the divisor and rounded
+// up.
 func (o *Options) resourceFieldRefValue(pod *v1.Pod, self *v1.Container, ref *v1.ResourceFieldSelector) (string, error) {
 	c := self
 	if ref.ContainerName != "" && ref.ContainerName != self.Name {
@@ -375,6 +386,11 @@ func (o *Options) defaultedLimit(pod *v1.Pod, c *v1.Container, rn v1.ResourceNam
 	}
 	if qos.IsPodLevelResourcesSet(pod) {
 		if q, ok := pod.Spec.Resources.Limits[rn]; ok && !q.IsZero() {
+			return q
+		}
+	}
+	if o.NodeAllocatable != nil {
+		if q, ok := o.NodeAllocatable()[rn]; ok {
 			return q
 		}
 	}

@@ -47,10 +47,14 @@ type Options struct {
 	// for status.hostIP(s), the family of loopback DNS, and the order of pod IPs.
 	HostIPs []string
 	// MachineMemoryBytes feeds the Burstable OOM score; it and the other
-	// Machine* values stand in for a missing limit in resourceFieldRef.
+	// Machine* values stand in for a missing limit in resourceFieldRef when
+	// NodeAllocatable is nil or does not know the resource.
 	MachineMemoryBytes           int64
 	MachineCPUMilli              int64
 	MachineEphemeralStorageBytes int64
+	// NodeAllocatable is the node's allocatable resources: what a missing
+	// limit in a resourceFieldRef reads as, as upstream. May be nil.
+	NodeAllocatable func() v1.ResourceList
 	// CgroupParent is the sandbox's cgroup parent, passed through (may be
 	// ""); the runtime manager sets it per pod to the pod's cgroup.
 	CgroupParent string

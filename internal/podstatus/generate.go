@@ -75,12 +75,15 @@ func Generate(in Input) v1.PodStatus {
 		s.PodIP = ips[0]
 	}
 
-	initializing := !initDone(pod, rt)
+	// As upstream, a container not created yet waits in PodInitializing
+	// when the pod has init containers (init containers included), else in
+	// ContainerCreating.
+	hasInit := len(pod.Spec.InitContainers) > 0
 	for i := range pod.Spec.InitContainers {
-		s.InitContainerStatuses = append(s.InitContainerStatuses, in.containerStatus(&pod.Spec.InitContainers[i], false))
+		s.InitContainerStatuses = append(s.InitContainerStatuses, in.containerStatus(&pod.Spec.InitContainers[i], hasInit, true))
 	}
 	for i := range pod.Spec.Containers {
-		cs := in.containerStatus(&pod.Spec.Containers[i], initializing)
+		cs := in.containerStatus(&pod.Spec.Containers[i], hasInit, false)
 		s.ContainerStatuses = append(s.ContainerStatuses, cs)
 	}
 	sort.Slice(s.ContainerStatuses, func(i, j int) bool { return s.ContainerStatuses[i].Name < s.ContainerStatuses[j].Name })
@@ -165,7 +168,9 @@ func (in Input) terminated(c *kuberuntime.ContainerStatus) *v1.ContainerStateTer
 	}
 }
 
-func (in Input) containerStatus(c *v1.Container, podInitializing bool) v1.ContainerStatus {
+// containerStatus is c's status; podInitializing picks the waiting reason of
+// a container not created yet, isInit says c is an init container.
+func (in Input) containerStatus(c *v1.Container, podInitializing, isInit bool) v1.ContainerStatus {
 	rt := in.Runtime
 	if rt == nil {
 		rt = &kuberuntime.PodStatus{}
@@ -214,6 +219,8 @@ func (in Input) containerStatus(c *v1.Container, podInitializing bool) v1.Contai
 			}
 		} else {
 			cs.State = v1.ContainerState{Terminated: term}
+			// An init container that completed counts as ready, as upstream.
+			cs.Ready = isInit && term.ExitCode == 0
 		}
 	case kuberuntime.StateCreated:
 		cs.State = waiting(kuberuntime.ReasonContainerCreating, "")

@@ -150,6 +150,20 @@ func TestInitContainers(t *testing.T) {
 	if s.Phase != v1.PodRunning || cond(s, v1.PodInitialized).Status != v1.ConditionTrue {
 		t.Fatalf("after init: phase %s, initialized %s", s.Phase, cond(s, v1.PodInitialized).Status)
 	}
+	if !s.InitContainerStatuses[0].Ready {
+		t.Errorf("an init container that exited 0 is ready, as upstream")
+	}
+
+	// Not created yet: init containers wait in PodInitializing too, and a
+	// failed one is not ready.
+	p.Spec.InitContainers = append(p.Spec.InitContainers, v1.Container{Name: "init2", Image: "busybox:1.36"})
+	s = Generate(Input{Pod: p, Runtime: rt(exited("init", 1, 0)), Now: now})
+	if w := s.InitContainerStatuses[1].State.Waiting; w == nil || w.Reason != "PodInitializing" {
+		t.Errorf("second init container state = %+v, want PodInitializing", s.InitContainerStatuses[1].State)
+	}
+	if s.InitContainerStatuses[0].Ready {
+		t.Errorf("a failed init container is not ready")
+	}
 }
 
 func TestTerminalPodGetsTerminalPhase(t *testing.T) {

@@ -2,11 +2,8 @@ package volume
 
 import (
 	"fmt"
-	"math"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/seed-kubelet/kubelet/internal/criconfig"
 )
@@ -77,8 +74,12 @@ func SecretPayload(s *v1.Secret, items []v1.KeyToPath, defaultMode int32, option
 	return keyedPayload(data, items, defaultMode, optional, "references non-existent secret key")
 }
 
+// ResourceFieldFunc resolves a container's resourceFieldRef (limits default
+// to the node's allocatable, as for environment variables).
+type ResourceFieldFunc func(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error)
+
 // DownwardAPIPayload builds the files of a downwardAPI volume (or projection).
-func DownwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, defaultMode int32) (map[string]FileProjection, error) {
+func DownwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, defaultMode int32, resourceField ResourceFieldFunc) (map[string]FileProjection, error) {
 	out := map[string]FileProjection{}
 	for _, it := range items {
 		var (
@@ -89,7 +90,11 @@ func DownwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, defaultMo
 		case it.FieldRef != nil:
 			val, err = podFieldValue(pod, it.FieldRef.FieldPath)
 		case it.ResourceFieldRef != nil:
-			val, err = containerResourceValue(pod, it.ResourceFieldRef)
+			if resourceField == nil {
+				err = fmt.Errorf("resourceFieldRef is not available here")
+				break
+			}
+			val, err = resourceField(pod, it.ResourceFieldRef)
 		default:
 			err = fmt.Errorf("downwardAPI item %q has neither fieldRef nor resourceFieldRef", it.Path)
 		}
@@ -107,46 +112,4 @@ func podFieldValue(pod *v1.Pod, path string) (string, error) {
 		err = fmt.Errorf("unsupported fieldPath: %s", path)
 	}
 	return v, err
-}
-
-func containerResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error) {
-	var ctr *v1.Container
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == ref.ContainerName {
-			ctr = &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == ref.ContainerName {
-			ctr = &pod.Spec.InitContainers[i]
-		}
-	}
-	if ctr == nil {
-		return "", fmt.Errorf("container %q not found in pod", ref.ContainerName)
-	}
-	divisor := ref.Divisor
-	if divisor.IsZero() {
-		divisor = resource.MustParse("1")
-	}
-	var q resource.Quantity
-	switch ref.Resource {
-	case "limits.cpu":
-		q = ctr.Resources.Limits[v1.ResourceCPU]
-	case "limits.memory":
-		q = ctr.Resources.Limits[v1.ResourceMemory]
-	case "limits.ephemeral-storage":
-		q = ctr.Resources.Limits[v1.ResourceEphemeralStorage]
-	case "requests.cpu":
-		q = ctr.Resources.Requests[v1.ResourceCPU]
-	case "requests.memory":
-		q = ctr.Resources.Requests[v1.ResourceMemory]
-	case "requests.ephemeral-storage":
-		q = ctr.Resources.Requests[v1.ResourceEphemeralStorage]
-	default:
-		return "", fmt.Errorf("unsupported container resource: %v", ref.Resource)
-	}
-	if strings.HasSuffix(ref.Resource, ".cpu") {
-		return fmt.Sprint(int64(math.Ceil(float64(q.MilliValue()) / float64(divisor.MilliValue())))), nil
-	}
-	return fmt.Sprint(int64(math.Ceil(float64(q.Value()) / float64(divisor.Value())))), nil
 }

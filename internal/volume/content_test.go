@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/criconfig"
 )
 
 func i32(v int32) *int32 { return &v }
@@ -93,18 +95,23 @@ func TestDownwardAPIPayload(t *testing.T) {
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{
 			Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("1500m"), v1.ResourceMemory: resource.MustParse("64Mi")},
 			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m")},
-		}}}},
+		}}, {Name: "nolimits"}}},
 	}
+	// Missing limits read as the node's allocatable, as upstream.
+	opts := &criconfig.Options{NodeAllocatable: func() v1.ResourceList {
+		return v1.ResourceList{v1.ResourceCPU: resource.MustParse("3"), v1.ResourceMemory: resource.MustParse("3Gi")}
+	}}
 	field := func(p string) v1.DownwardAPIVolumeFile {
 		return v1.DownwardAPIVolumeFile{Path: "f", FieldRef: &v1.ObjectFieldSelector{FieldPath: p}}
 	}
-	res := func(r, div string) v1.DownwardAPIVolumeFile {
-		s := &v1.ResourceFieldSelector{ContainerName: "c", Resource: r}
+	resOf := func(ctr, r, div string) v1.DownwardAPIVolumeFile {
+		s := &v1.ResourceFieldSelector{ContainerName: ctr, Resource: r}
 		if div != "" {
 			s.Divisor = resource.MustParse(div)
 		}
 		return v1.DownwardAPIVolumeFile{Path: "f", ResourceFieldRef: s}
 	}
+	res := func(r, div string) v1.DownwardAPIVolumeFile { return resOf("c", r, div) }
 	cases := []struct {
 		name    string
 		item    v1.DownwardAPIVolumeFile
@@ -123,10 +130,13 @@ func TestDownwardAPIPayload(t *testing.T) {
 		{"memory limit Mi", res("limits.memory", "1Mi"), "64", false},
 		{"cpu request", res("requests.cpu", "1m"), "250", false},
 		{"bad resource", res("limits.gpu", ""), "", true},
+		{"no memory limit: allocatable", resOf("nolimits", "limits.memory", "1Mi"), "3072", false},
+		{"no cpu limit: allocatable", resOf("nolimits", "limits.cpu", "1m"), "3000", false},
+		{"unknown container", resOf("ghost", "limits.cpu", ""), "", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := DownwardAPIPayload(pod, []v1.DownwardAPIVolumeFile{tc.item}, 0o644)
+			got, err := DownwardAPIPayload(pod, []v1.DownwardAPIVolumeFile{tc.item}, 0o644, opts.ResourceFieldValue)
 			if tc.wantErr {
 				if err == nil {
 					t.Fatalf("want error, got %v", got)

@@ -50,6 +50,8 @@ type Config struct {
 	// mode, where such a projection fails to mount with a clear error.
 	Tokens   Tokens
 	NodeName string
+	// ResourceField resolves downward API resourceFieldRefs.
+	ResourceField ResourceFieldFunc
 }
 
 // Manager sets up pod volumes and computes CRI mounts.
@@ -258,7 +260,7 @@ func (m *Manager) payload(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (map
 		}
 		return SecretPayload(sec, s.Items, modeOr(s.DefaultMode, defaultFileMode), opt)
 	case vol.DownwardAPI != nil:
-		return DownwardAPIPayload(pod, vol.DownwardAPI.Items, modeOr(vol.DownwardAPI.DefaultMode, defaultFileMode))
+		return DownwardAPIPayload(pod, vol.DownwardAPI.Items, modeOr(vol.DownwardAPI.DefaultMode, defaultFileMode), m.cfg.ResourceField)
 	case vol.Projected != nil:
 		return m.projected(ctx, pod, vol.Projected)
 	}
@@ -291,7 +293,7 @@ func (m *Manager) projected(ctx context.Context, pod *v1.Pod, p *v1.ProjectedVol
 				part, err = SecretPayload(s, src.Secret.Items, def, opt)
 			}
 		case src.DownwardAPI != nil:
-			part, err = DownwardAPIPayload(pod, src.DownwardAPI.Items, def)
+			part, err = DownwardAPIPayload(pod, src.DownwardAPI.Items, def, m.cfg.ResourceField)
 		case src.ServiceAccountToken != nil:
 			part, err = m.serviceAccountToken(ctx, pod, src.ServiceAccountToken, def)
 		default:

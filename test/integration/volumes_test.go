@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +42,11 @@ spec:
   containers:
   - name: main
     image: %[1]s
-    command: ["sh", "-c", "cat /shared/ready > /host/out; grep -c tmpfs /proc/mounts > /host/tmpfs; cat /info/labels > /host/labels; sleep 3600"]
+    command: ["sh", "-c", "cat /shared/ready > /host/out; grep -c tmpfs /proc/mounts > /host/tmpfs; cat /info/labels > /host/labels; echo $MEM_LIMIT > /host/memenv; cat /info/memlimit > /host/memvol; sleep 3600"]
+    env:
+    - name: MEM_LIMIT
+      valueFrom:
+        resourceFieldRef: {resource: limits.memory, divisor: 1Mi}
     volumeMounts:
     - {name: shared, mountPath: /shared}
     - {name: ram, mountPath: /ram}
@@ -59,6 +64,8 @@ spec:
       items:
       - path: labels
         fieldRef: {fieldPath: metadata.labels}
+      - path: memlimit
+        resourceFieldRef: {containerName: main, resource: limits.memory, divisor: 1Mi}
 `, framework.BusyboxImage, hostDir))
 	k.Start()
 	p := k.WaitForPod("vols", podTimeout, "running", running)
@@ -68,8 +75,22 @@ spec:
 			return false, err
 		}
 		labels, err := os.ReadFile(filepath.Join(hostDir, "labels"))
-		return strings.TrimSpace(string(out)) == "prepared" && strings.Contains(string(labels), `tier="test"`), err
+		if err != nil {
+			return false, err
+		}
+		memvol, err := os.ReadFile(filepath.Join(hostDir, "memvol"))
+		return strings.TrimSpace(string(out)) == "prepared" && strings.Contains(string(labels), `tier="test"`) && len(memvol) > 0, err
 	})
+	// Without a limit, limits.memory reads the node's allocatable (here
+	// MemTotal less the default 100Mi hard eviction threshold), in the
+	// environment and in the volume alike, as upstream.
+	want := strconv.FormatInt((memTotalBytes(t)+(1<<20)-1)/(1<<20)-100, 10)
+	for _, f := range []string{"memenv", "memvol"} {
+		got, err := os.ReadFile(filepath.Join(hostDir, f))
+		if err != nil || strings.TrimSpace(string(got)) != want {
+			t.Errorf("%s: limits.memory without a limit = %q (err %v), want allocatable %sMi", f, strings.TrimSpace(string(got)), err, want)
+		}
+	}
 	podDir := filepath.Join(k.RootDir, "pods", string(p.UID))
 	ramDir := filepath.Join(podDir, "volumes", "kubernetes.io~empty-dir", "ram")
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
@@ -191,4 +212,24 @@ func summary(k *framework.Kubelet) (*statsapi.Summary, error) {
 	}
 	var s statsapi.Summary
 	return &s, json.NewDecoder(resp.Body).Decode(&s)
+}
+
+// memTotalBytes is MemTotal from /proc/meminfo.
+func memTotalBytes(t *testing.T) int64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb * 1024
+		}
+	}
+	t.Fatal("no MemTotal in /proc/meminfo")
+	return 0
 }
