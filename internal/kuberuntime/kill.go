@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -42,13 +43,12 @@ func GracePeriod(pod *v1.Pod, override *int64) int64 {
 // KillPod stops every running container of the pod in parallel, then its
 // sandboxes. pod may be nil for pods found on the runtime without a spec.
 func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, gracePeriod *int64) error {
+	start := m.cfg.Clock.Now()
+	apps, sidecars := splitForKill(pod, st)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
-	for _, c := range st.Containers {
-		if c.State != StateRunning && c.State != StateCreated && c.State != StateUnknown {
-			continue
-		}
+	for _, c := range apps {
 		wg.Add(1)
 		go func(c *ContainerStatus) {
 			defer wg.Done()
@@ -70,6 +70,19 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, grace
 		}(c)
 	}
 	wg.Wait()
+	// Sidecars outlive the app containers, as upstream: they stop after
+	// them, the last declared first, each within what is left of the pod's
+	// grace period, so a preStop hook can still reach an earlier sidecar.
+	total := GracePeriod(pod, gracePeriod)
+	for _, c := range sidecars {
+		left := total - int64(m.cfg.Clock.Since(start)/time.Second)
+		if left < MinGracePeriod {
+			left = MinGracePeriod
+		}
+		if err := m.killContainer(ctx, pod, c.ID, c.Name, "", &left); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
@@ -83,6 +96,34 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, grace
 		klog.V(2).InfoS("Stopped pod sandbox", "pod", klog.KRef(st.Namespace, st.Name), "sandboxID", sb.ID)
 	}
 	return nil
+}
+
+// splitForKill picks the containers KillPod stops: those running (or
+// created, or unknown), split into the ones stopped first, all at once, and
+// the pod's restartable init containers (sidecars), in reverse spec order,
+// stopped one by one after them. Without a spec (pod nil) there are no
+// sidecars to tell apart. It is pure.
+func splitForKill(pod *v1.Pod, st *PodStatus) (first, sidecars []*ContainerStatus) {
+	order := map[string]int{}
+	if pod != nil {
+		for i, c := range pod.Spec.InitContainers {
+			if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+				order[c.Name] = i
+			}
+		}
+	}
+	for _, c := range st.Containers {
+		if c.State != StateRunning && c.State != StateCreated && c.State != StateUnknown {
+			continue
+		}
+		if _, ok := order[c.Name]; ok {
+			sidecars = append(sidecars, c)
+		} else {
+			first = append(first, c)
+		}
+	}
+	sort.SliceStable(sidecars, func(i, j int) bool { return order[sidecars[i].Name] > order[sidecars[j].Name] })
+	return first, sidecars
 }
 
 func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id, name, message string, gracePeriod *int64) error {

@@ -118,3 +118,51 @@ spec:
 		return len(framework.PodContainers(t, string(p.UID))) == 0, nil
 	})
 }
+
+// A sidecar (restartable init container) is stopped after the app
+// containers, as upstream: the app's slow preStop hook finishes before the
+// sidecar's runs.
+func TestSidecarStopsAfterAppContainers(t *testing.T) {
+	k := framework.NewKubelet(t)
+	hostDir := filepath.Join(t.TempDir(), "order")
+	k.WriteManifest("sidecar.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: sidecar
+spec:
+  terminationGracePeriodSeconds: 10
+  initContainers:
+  - name: proxy
+    image: %[1]s
+    restartPolicy: Always
+    command: ["sleep", "3600"]
+    lifecycle:
+      preStop:
+        exec: {command: ["sh", "-c", "echo proxy >> /host/order"]}
+    volumeMounts:
+    - {name: host, mountPath: /host}
+  containers:
+  - name: app
+    image: %[1]s
+    command: ["sleep", "3600"]
+    lifecycle:
+      preStop:
+        exec: {command: ["sh", "-c", "sleep 2; echo app >> /host/order"]}
+    volumeMounts:
+    - {name: host, mountPath: /host}
+  volumes:
+  - name: host
+    hostPath: {path: %[2]s, type: DirectoryOrCreate}
+`, framework.BusyboxImage, hostDir))
+	k.Start()
+	k.WaitForPod("sidecar", podTimeout, "running", running)
+	k.RemoveManifest("sidecar.yaml")
+	framework.Eventually(t, 30*time.Second, 100*time.Millisecond, "both preStop hooks ran", func() (bool, error) {
+		data, err := os.ReadFile(filepath.Join(hostDir, "order"))
+		return strings.Count(string(data), "\n") == 2, err
+	})
+	data, _ := os.ReadFile(filepath.Join(hostDir, "order"))
+	if got := strings.Fields(string(data)); len(got) != 2 || got[0] != "app" || got[1] != "proxy" {
+		t.Fatalf("preStop order %v, want [app proxy]: the sidecar stops after the app container", got)
+	}
+}
