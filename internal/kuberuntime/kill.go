@@ -62,7 +62,7 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, grace
 				// its preStop hook still runs.
 				owner = RestoredPod(st, c)
 			}
-			if err := m.killContainer(ctx, owner, c.ID, c.Name, "", grace); err != nil {
+			if err := m.killContainer(ctx, owner, c.ID, c.Name, "", firstIP(st), grace); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -79,7 +79,7 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, grace
 		if left < MinGracePeriod {
 			left = MinGracePeriod
 		}
-		if err := m.killContainer(ctx, pod, c.ID, c.Name, "", &left); err != nil {
+		if err := m.killContainer(ctx, pod, c.ID, c.Name, "", firstIP(st), &left); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -126,7 +126,16 @@ func splitForKill(pod *v1.Pod, st *PodStatus) (first, sidecars []*ContainerStatu
 	return first, sidecars
 }
 
-func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id, name, message string, gracePeriod *int64) error {
+// firstIP is the pod's primary IP on the runtime ("" when none): where an
+// httpGet or tcpSocket preStop hook without a host goes.
+func firstIP(st *PodStatus) string {
+	if st == nil || len(st.IPs) == 0 {
+		return ""
+	}
+	return st.IPs[0]
+}
+
+func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id, name, message, podIP string, gracePeriod *int64) error {
 	grace := GracePeriod(pod, gracePeriod)
 	if pod != nil {
 		if message == "" {
@@ -140,7 +149,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id, name, mess
 			// it (at least the minimum) is the runtime's stop timeout.
 			start := m.cfg.Clock.Now()
 			hctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
-			if err := m.cfg.RunHook(hctx, c.Lifecycle.PreStop, c, id, "", time.Duration(grace)*time.Second); err != nil {
+			if err := m.cfg.RunHook(hctx, c.Lifecycle.PreStop, c, id, podIP, time.Duration(grace)*time.Second); err != nil {
 				m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedPreStopHook, "PreStopHook failed: %v", err)
 			}
 			cancel()

@@ -158,7 +158,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, unhea
 		}
 	}
 	for _, k := range actions.ContainersToKill {
-		if err := m.killContainer(ctx, pod, k.ID, k.Name, k.Message, k.GracePeriod); err != nil {
+		if err := m.killContainer(ctx, pod, k.ID, k.Name, k.Message, firstIP(st), k.GracePeriod); err != nil {
 			res.Err = err
 			return res
 		}
@@ -323,7 +323,7 @@ func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.P
 			msg := fmt.Sprintf("PostStartHook failed: %v", err)
 			m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedPostStartHook, "%s", msg)
 			// As upstream: a container whose postStart hook failed is killed.
-			if kerr := m.killContainer(ctx, pod, id, c.Name, "FailedPostStartHook", nil); kerr != nil {
+			if kerr := m.killContainer(ctx, pod, id, c.Name, "FailedPostStartHook", podIP, nil); kerr != nil {
 				klog.ErrorS(kerr, "Cannot kill container after its postStart hook failed", "pod", klog.KObj(pod), "container", c.Name)
 			}
 			res.fail(c.Name, ReasonPostStartHookError, msg)

@@ -121,7 +121,8 @@ spec:
 
 // A sidecar (restartable init container) is stopped after the app
 // containers, as upstream: the app's slow preStop hook finishes before the
-// sidecar's runs.
+// sidecar's runs, and an httpGet preStop hook without a host reaches the
+// pod's IP, where the sidecar still serves it.
 func TestSidecarStopsAfterAppContainers(t *testing.T) {
 	k := framework.NewKubelet(t)
 	hostDir := filepath.Join(t.TempDir(), "order")
@@ -135,7 +136,7 @@ spec:
   - name: proxy
     image: %[1]s
     restartPolicy: Always
-    command: ["sleep", "3600"]
+    command: ["sh", "-c", "mkdir -p /www && exec httpd -f -vv -p 8080 -h /www 2>> /host/httpd.log"]
     lifecycle:
       preStop:
         exec: {command: ["sh", "-c", "echo proxy >> /host/order"]}
@@ -150,6 +151,12 @@ spec:
         exec: {command: ["sh", "-c", "sleep 2; echo app >> /host/order"]}
     volumeMounts:
     - {name: host, mountPath: /host}
+  - name: web
+    image: %[1]s
+    command: ["sleep", "3600"]
+    lifecycle:
+      preStop:
+        httpGet: {path: /prestop-hook, port: 8080}
   volumes:
   - name: host
     hostPath: {path: %[2]s, type: DirectoryOrCreate}
@@ -157,12 +164,16 @@ spec:
 	k.Start()
 	k.WaitForPod("sidecar", podTimeout, "running", running)
 	k.RemoveManifest("sidecar.yaml")
-	framework.Eventually(t, 30*time.Second, 100*time.Millisecond, "both preStop hooks ran", func() (bool, error) {
+	framework.Eventually(t, 30*time.Second, 100*time.Millisecond, "both exec preStop hooks ran", func() (bool, error) {
 		data, err := os.ReadFile(filepath.Join(hostDir, "order"))
 		return strings.Count(string(data), "\n") == 2, err
 	})
 	data, _ := os.ReadFile(filepath.Join(hostDir, "order"))
 	if got := strings.Fields(string(data)); len(got) != 2 || got[0] != "app" || got[1] != "proxy" {
 		t.Fatalf("preStop order %v, want [app proxy]: the sidecar stops after the app container", got)
+	}
+	served, err := os.ReadFile(filepath.Join(hostDir, "httpd.log"))
+	if err != nil || !strings.Contains(string(served), "/prestop-hook") {
+		t.Fatalf("the httpGet preStop hook did not reach the sidecar on the pod IP (err %v); httpd log:\n%s", err, served)
 	}
 }
