@@ -100,8 +100,12 @@ main() {
   mkdir -p "$BIN_DIR"
   local t0 want=("$@") name dir pkg found
   t0=$(now_ms)
+  # Read the list whole: "targets all | grep -q" fails under pipefail
+  # when grep exits before targets has written everything (SIGPIPE).
+  local known
+  known=$(targets all | cut -d' ' -f1)
   for name in "${want[@]}"; do
-    targets all | grep -q "^${name} " || die "unknown binary ${name}; known: $(targets all | cut -d' ' -f1 | tr '\n' ' ')"
+    grep -qx -- "$name" <<<"$known" || die "unknown binary ${name}; known: $(tr '\n' ' ' <<<"$known")"
   done
   while read -r name dir pkg; do
     if ((${#want[@]})); then
