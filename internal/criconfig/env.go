@@ -330,7 +330,7 @@ func orderIPs(podIPs, hostIPs []string) []string {
 // ResourceFieldValue resolves a resourceFieldRef that names its container
 // (the downward API volume form); see resourceFieldRefValue.
 func (o *Options) ResourceFieldValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error) {
-	c := findContainer(pod, ref.ContainerName)
+	c := FindContainer(pod, ref.ContainerName)
 	if c == nil {
 		return "", fmt.Errorf("resourceFieldRef: no container named %q", ref.ContainerName)
 	}
@@ -344,7 +344,7 @@ func (o *Options) ResourceFieldValue(pod *v1.Pod, ref *v1.ResourceFieldSelector)
 func (o *Options) resourceFieldRefValue(pod *v1.Pod, self *v1.Container, ref *v1.ResourceFieldSelector) (string, error) {
 	c := self
 	if ref.ContainerName != "" && ref.ContainerName != self.Name {
-		if c = findContainer(pod, ref.ContainerName); c == nil {
+		if c = FindContainer(pod, ref.ContainerName); c == nil {
 			return "", fmt.Errorf("resourceFieldRef: no container named %q", ref.ContainerName)
 		}
 	}
@@ -405,7 +405,8 @@ func (o *Options) defaultedLimit(pod *v1.Pod, c *v1.Container, rn v1.ResourceNam
 	return resource.Quantity{}
 }
 
-func findContainer(pod *v1.Pod, name string) *v1.Container {
+// FindContainer finds an app or init container of pod by name (nil if none).
+func FindContainer(pod *v1.Pod, name string) *v1.Container {
 	for i := range pod.Spec.Containers {
 		if pod.Spec.Containers[i].Name == name {
 			return &pod.Spec.Containers[i]

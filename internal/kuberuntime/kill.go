@@ -144,7 +144,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id, name, mess
 		m.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Killing, "%s", message)
 	}
 	if pod != nil && m.cfg.RunHook != nil {
-		if c := specOf(pod, name); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		if c := criconfig.FindContainer(pod, name); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
 			// The preStop hook runs inside the grace period; what is left of
 			// it (at least the minimum) is the runtime's stop timeout.
 			start := m.cfg.Clock.Now()
@@ -317,17 +317,3 @@ func RestoredPod(st *PodStatus, c *ContainerStatus) *v1.Pod {
 	return pod
 }
 
-// specOf finds a container of pod (app, init or ephemeral) by name.
-func specOf(pod *v1.Pod, name string) *v1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	return nil
-}

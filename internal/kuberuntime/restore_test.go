@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/criconfig"
 )
 
 func TestRestoredPod(t *testing.T) {
@@ -14,12 +16,12 @@ func TestRestoredPod(t *testing.T) {
 	if pod.Name != "p" || pod.Namespace != "ns" || pod.UID != "u" || GracePeriod(pod, nil) != 7 {
 		t.Fatalf("restored pod %+v", pod)
 	}
-	c := specOf(pod, "c")
+	c := criconfig.FindContainer(pod, "c")
 	if c == nil || c.Lifecycle == nil || c.Lifecycle.PreStop != hook {
 		t.Fatalf("restored container %+v", c)
 	}
 	bare := RestoredPod(st, &ContainerStatus{Name: "c"})
-	if c := specOf(bare, "c"); c == nil || c.Lifecycle != nil || GracePeriod(bare, nil) != 30 {
+	if c := criconfig.FindContainer(bare, "c"); c == nil || c.Lifecycle != nil || GracePeriod(bare, nil) != 30 {
 		t.Fatalf("a container without a hook or grace period: %+v", bare)
 	}
 }
