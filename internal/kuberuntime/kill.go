@@ -316,4 +316,3 @@ func RestoredPod(st *PodStatus, c *ContainerStatus) *v1.Pod {
 	pod.Spec.Containers = []v1.Container{spec}
 	return pod
 }
-
