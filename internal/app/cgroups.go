@@ -18,11 +18,11 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/app/options"
-	"github.com/seed-kubelet/kubelet/internal/cm"
 	"github.com/seed-kubelet/kubelet/internal/events"
-	"github.com/seed-kubelet/kubelet/internal/nodestatus"
-	"github.com/seed-kubelet/kubelet/internal/pod"
-	"github.com/seed-kubelet/kubelet/internal/podworkers"
+	"github.com/seed-kubelet/kubelet/internal/node/cgroups"
+	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
+	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
 )
 
 // cgroupDeps is what the container manager is built from.
@@ -39,14 +39,14 @@ type cgroupDeps struct {
 // startContainerManager settles the cgroup driver (the runtime's, when it
 // reports one, as upstream), checks that the cgroups are usable, and builds
 // the kubelet's cgroup hierarchy. Any error stops the kubelet.
-func startContainerManager(ctx context.Context, d cgroupDeps) (*cm.Manager, *cm.FS, error) {
+func startContainerManager(ctx context.Context, d cgroupDeps) (*cgroups.Manager, *cgroups.FS, error) {
 	cfg := d.cfg
-	driver := cm.Driver(cfg.CgroupDriver)
+	driver := cgroups.Driver(cfg.CgroupDriver)
 	if driver == "" {
-		driver = cm.DriverCgroupfs
+		driver = cgroups.DriverCgroupfs
 	}
 	driver = runtimeCgroupDriver(ctx, d.runtime, driver)
-	if driver == cm.DriverSystemd && !cm.SystemdRunning() {
+	if driver == cgroups.DriverSystemd && !cgroups.SystemdRunning() {
 		return nil, nil, fmt.Errorf("cgroupDriver is %q but systemd is not running on this machine (no /run/systemd/system): use cgroupDriver: cgroupfs, and the same driver in the container runtime", driver)
 	}
 	if err := checkCgroupV1(cfg, d.nodeName, d.recorder); err != nil {
@@ -58,12 +58,12 @@ func startContainerManager(ctx context.Context, d cgroupDeps) (*cm.Manager, *cm.
 		klog.InfoS("cgroupsPerQOS enabled, but cgroupRoot was not specified; defaulting to /")
 		root = "/"
 	}
-	c := cm.Config{
+	c := cgroups.Config{
 		CgroupsPerQOS: perQOS, CgroupRoot: root, NodeName: d.nodeName, Recorder: d.recorder, Clock: d.clock,
 		ActivePods:             d.activePods,
 		EnforceNodeAllocatable: cfg.EnforceNodeAllocatable,
 		SystemReservedCgroup:   cfg.SystemReservedCgroup, KubeReservedCgroup: cfg.KubeReservedCgroup,
-		Pod: cm.PodOptions{
+		Pod: cgroups.PodOptions{
 			EnforceCPULimits: derefBool(cfg.CPUCFSQuota, true),
 		},
 	}
@@ -73,10 +73,10 @@ func startContainerManager(ctx context.Context, d cgroupDeps) (*cm.Manager, *cm.
 	if cfg.PodPidsLimit != nil {
 		c.Pod.PodPidsLimit = *cfg.PodPidsLimit
 	}
-	var fs *cm.FS
+	var fs *cgroups.FS
 	if perQOS {
 		var err error
-		if fs, err = cm.DetectFS(cm.DefaultRoot, driver); err != nil {
+		if fs, err = cgroups.DetectFS(cgroups.DefaultRoot, driver); err != nil {
 			return nil, nil, fmt.Errorf("cgroupsPerQOS needs cgroups: %w", err)
 		}
 		c.FS = fs
@@ -89,7 +89,7 @@ func startContainerManager(ctx context.Context, d cgroupDeps) (*cm.Manager, *cm.
 			v1.ResourceMemory: *resource.NewQuantity(machine.MemoryCapacity, resource.BinarySI),
 		}
 		if pids := maxPIDs(); pids > 0 {
-			c.Capacity[cm.PidResource] = *resource.NewQuantity(pids, resource.DecimalSI)
+			c.Capacity[cgroups.PidResource] = *resource.NewQuantity(pids, resource.DecimalSI)
 		}
 		if c.SystemReserved, err = resourceList(cfg.SystemReserved); err != nil {
 			return nil, nil, fmt.Errorf("systemReserved: %w", err)
@@ -98,7 +98,7 @@ func startContainerManager(ctx context.Context, d cgroupDeps) (*cm.Manager, *cm.
 			return nil, nil, fmt.Errorf("kubeReserved: %w", err)
 		}
 	}
-	m, err := cm.New(c)
+	m, err := cgroups.New(c)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -110,7 +110,7 @@ func startContainerManager(ctx context.Context, d cgroupDeps) (*cm.Manager, *cm.
 
 // runtimeCgroupDriver asks the runtime for its cgroup driver (CRI
 // RuntimeConfig); runtimes that do not implement it leave the configured one.
-func runtimeCgroupDriver(ctx context.Context, rs runtimeapi.RuntimeServiceClient, configured cm.Driver) cm.Driver {
+func runtimeCgroupDriver(ctx context.Context, rs runtimeapi.RuntimeServiceClient, configured cgroups.Driver) cgroups.Driver {
 	resp, err := rs.RuntimeConfig(ctx, &runtimeapi.RuntimeConfigRequest{})
 	if err != nil {
 		if status.Code(err) == codes.Unimplemented {
@@ -120,12 +120,12 @@ func runtimeCgroupDriver(ctx context.Context, rs runtimeapi.RuntimeServiceClient
 		}
 		return configured
 	}
-	var got cm.Driver
+	var got cgroups.Driver
 	switch resp.GetLinux().GetCgroupDriver() {
 	case runtimeapi.CgroupDriver_SYSTEMD:
-		got = cm.DriverSystemd
+		got = cgroups.DriverSystemd
 	case runtimeapi.CgroupDriver_CGROUPFS:
-		got = cm.DriverCgroupfs
+		got = cgroups.DriverCgroupfs
 	default:
 		return configured
 	}
@@ -154,7 +154,7 @@ func maxPIDs() int64 {
 
 // startOOMWatcher reports the kernel's system OOM kills as node events.
 func startOOMWatcher(ctx context.Context, nodeName string, recorder events.Recorder) error {
-	w := &cm.OOMWatcher{NodeName: nodeName, Recorder: recorder}
+	w := &cgroups.OOMWatcher{NodeName: nodeName, Recorder: recorder}
 	if err := w.Start(ctx); err != nil {
 		return fmt.Errorf("failed to start OOM watcher: %w", err)
 	}
@@ -163,7 +163,7 @@ func startOOMWatcher(ctx context.Context, nodeName string, recorder events.Recor
 
 // activePods are the pods that hold node resources: every pod the kubelet
 // runs except those whose worker is terminating or done.
-func activePods(pods *pod.Manager, workers *podworkers.PodWorkers) []*v1.Pod {
+func activePods(pods *podmanager.Manager, workers *podworkers.PodWorkers) []*v1.Pod {
 	var states map[types.UID]podworkers.PodState
 	if workers != nil {
 		states = workers.States()
@@ -185,14 +185,14 @@ const cgroupV1Message = "cgroup v1 support is unsupported and will be removed in
 // upstream's kubelet does since v1.35; allowed, it warns with a CgroupV1
 // event on the Node.
 func checkCgroupV1(cfg *kubeletconfig.KubeletConfiguration, nodeName string, recorder events.Recorder) error {
-	fs, err := cm.DetectFS(cm.DefaultRoot, cm.DriverCgroupfs)
-	if err != nil || fs.Version != cm.V1 {
+	fs, err := cgroups.DetectFS(cgroups.DefaultRoot, cgroups.DriverCgroupfs)
+	if err != nil || fs.Version != cgroups.V1 {
 		return nil // no cgroups at all is reported where they are needed
 	}
 	if derefBool(cfg.FailCgroupV1, true) {
 		return fmt.Errorf("failed to validate kubelet configuration, error: kubelet is configured to not run on a host using cgroup v1. %s (set failCgroupV1: false to run on it anyway)", cgroupV1Message)
 	}
 	klog.InfoS("Running on cgroup v1 because failCgroupV1 is false; " + cgroupV1Message)
-	recorder.Eventf(nodestatus.NodeRef(nodeName), v1.EventTypeWarning, cm.ReasonCgroupV1, "%s", cgroupV1Message)
+	recorder.Eventf(nodestatus.NodeRef(nodeName), v1.EventTypeWarning, cgroups.ReasonCgroupV1, "%s", cgroupV1Message)
 	return nil
 }

@@ -15,18 +15,18 @@ import (
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 
-	"github.com/seed-kubelet/kubelet/internal/admission"
 	"github.com/seed-kubelet/kubelet/internal/app/options"
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/kubeclient"
-	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
-	"github.com/seed-kubelet/kubelet/internal/mirror"
-	"github.com/seed-kubelet/kubelet/internal/nodelease"
-	"github.com/seed-kubelet/kubelet/internal/nodestatus"
-	"github.com/seed-kubelet/kubelet/internal/pod"
-	"github.com/seed-kubelet/kubelet/internal/podworkers"
-	"github.com/seed-kubelet/kubelet/internal/status"
-	"github.com/seed-kubelet/kubelet/internal/syncloop"
+	"github.com/seed-kubelet/kubelet/internal/node/nodelease"
+	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
+	"github.com/seed-kubelet/kubelet/internal/pods/admission"
+	"github.com/seed-kubelet/kubelet/internal/pods/mirror"
+	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
+	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/syncloop"
+	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 )
 
 // clients are the kubelet's API connections, as upstream splits them: the
@@ -90,7 +90,7 @@ func eventRecorder(ctx context.Context, client kubeclient.Interface, nodeName st
 // statusTargets maps a pod UID to the API object its status goes to: the
 // pod, the mirror pod of a static pod, or a pod that admission rejected.
 type statusTargets struct {
-	pods     *pod.Manager
+	pods     *podmanager.Manager
 	mu       sync.Mutex
 	rejected map[types.UID]*v1.Pod
 }
@@ -104,24 +104,24 @@ func (s *statusTargets) reject(p *v1.Pod) {
 	s.rejected[p.UID] = p
 }
 
-func (s *statusTargets) target(uid types.UID) (status.Target, bool) {
+func (s *statusTargets) target(uid types.UID) (statusmanager.Target, bool) {
 	p, ok := s.pods.Get(uid)
 	if !ok {
 		s.mu.Lock()
 		p, ok = s.rejected[uid]
 		s.mu.Unlock()
 		if !ok {
-			return status.Target{}, false
+			return statusmanager.Target{}, false
 		}
 	}
-	if pod.IsStatic(p) {
+	if podmanager.IsStatic(p) {
 		mp, ok := s.pods.Mirror(p)
 		if !ok {
-			return status.Target{}, false
+			return statusmanager.Target{}, false
 		}
-		return status.Target{Namespace: mp.Namespace, Name: mp.Name, UID: mp.UID}, true
+		return statusmanager.Target{Namespace: mp.Namespace, Name: mp.Name, UID: mp.UID}, true
 	}
-	return status.Target{Namespace: p.Namespace, Name: p.Name, UID: p.UID}, true
+	return statusmanager.Target{Namespace: p.Namespace, Name: p.Name, UID: p.UID}, true
 }
 
 // rejectedStatus is the status of a pod that admission refused, as upstream.
@@ -159,8 +159,8 @@ type clusterDeps struct {
 	recorder events.Recorder
 	inputs   *nodeInputs
 	node     *nodeState
-	pods     *pod.Manager
-	statuses *status.Manager
+	pods     *podmanager.Manager
+	statuses *statusmanager.Manager
 	workers  *podworkers.PodWorkers
 	mirrors  *mirror.Manager
 	// pressureAdmit is the eviction manager's admission check.
@@ -174,7 +174,7 @@ type clusterDeps struct {
 // API's Node, rejections written as pod statuses).
 func startCluster(ctx context.Context, d clusterDeps, dcfg *syncloop.DispatcherConfig) {
 	targets := &statusTargets{pods: d.pods}
-	go d.statuses.RunAPISync(ctx, status.APISyncConfig{
+	go d.statuses.RunAPISync(ctx, statusmanager.APISyncConfig{
 		Client: d.clients.main, Clock: d.clock, ResyncPeriod: 10 * time.Second, Target: targets.target,
 		Terminated: func(uid types.UID) bool {
 			s, ok := d.workers.States()[uid]
@@ -196,7 +196,7 @@ func startCluster(ctx context.Context, d clusterDeps, dcfg *syncloop.DispatcherC
 			d.node.set(n)
 			// Static pods waited for the Node's UID to write mirror pods.
 			for _, sp := range d.pods.List() {
-				if pod.IsStatic(sp) {
+				if podmanager.IsStatic(sp) {
 					d.workers.Sync(sp.UID)
 				}
 			}

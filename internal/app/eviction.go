@@ -15,12 +15,12 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/events"
-	"github.com/seed-kubelet/kubelet/internal/eviction"
-	"github.com/seed-kubelet/kubelet/internal/nodestatus"
-	"github.com/seed-kubelet/kubelet/internal/pod"
-	"github.com/seed-kubelet/kubelet/internal/podworkers"
-	"github.com/seed-kubelet/kubelet/internal/stats"
-	"github.com/seed-kubelet/kubelet/internal/status"
+	"github.com/seed-kubelet/kubelet/internal/node/eviction"
+	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
+	"github.com/seed-kubelet/kubelet/internal/node/stats"
+	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
+	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
 )
 
 // evictionDeps is what the eviction manager is built from.
@@ -31,7 +31,7 @@ type evictionDeps struct {
 	clock    clock.WithTicker
 	stats    *stats.Provider
 	images   runtimeapi.ImageServiceClient
-	pods     *pod.Manager
+	pods     *podmanager.Manager
 	workers  *podworkers.PodWorkers
 	killer   *evictor
 	recorder events.Recorder
@@ -116,7 +116,7 @@ func dedicatedImageFs(ctx context.Context, rootDir string, images runtimeapi.Ima
 // Evicted status; it waits for the worker to report them terminated.
 type evictor struct {
 	workers  *podworkers.PodWorkers
-	statuses *status.Manager
+	statuses *statusmanager.Manager
 
 	mu      sync.Mutex
 	waiting map[types.UID]chan struct{}
@@ -124,7 +124,7 @@ type evictor struct {
 
 var _ eviction.PodKiller = (*evictor)(nil)
 
-func newEvictor(statuses *status.Manager) *evictor {
+func newEvictor(statuses *statusmanager.Manager) *evictor {
 	return &evictor{statuses: statuses, waiting: map[types.UID]chan struct{}{}}
 }
 

@@ -11,14 +11,14 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/app/options"
-	"github.com/seed-kubelet/kubelet/internal/containergc"
 	"github.com/seed-kubelet/kubelet/internal/events"
-	"github.com/seed-kubelet/kubelet/internal/imagegc"
-	"github.com/seed-kubelet/kubelet/internal/logrotate"
-	"github.com/seed-kubelet/kubelet/internal/nodestatus"
-	"github.com/seed-kubelet/kubelet/internal/pod"
-	"github.com/seed-kubelet/kubelet/internal/podworkers"
-	"github.com/seed-kubelet/kubelet/internal/status"
+	"github.com/seed-kubelet/kubelet/internal/node/containergc"
+	"github.com/seed-kubelet/kubelet/internal/node/imagegc"
+	"github.com/seed-kubelet/kubelet/internal/node/logrotate"
+	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
+	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
+	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
 )
 
 // newLogRotation builds the container log manager from containerLogMaxSize,
@@ -67,9 +67,9 @@ func containerGCPolicy(f options.KubeletFlags) containergc.Policy {
 // podGCState answers the container GC's questions about pods from the pod
 // manager, the pod workers and the status manager.
 type podGCState struct {
-	pods     *pod.Manager
+	pods     *podmanager.Manager
 	workers  *podworkers.PodWorkers
-	statuses *status.Manager
+	statuses *statusmanager.Manager
 }
 
 var _ containergc.PodState = (*podGCState)(nil)

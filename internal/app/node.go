@@ -15,9 +15,9 @@ import (
 	"k8s.io/klog/v2"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
-	"github.com/seed-kubelet/kubelet/internal/admission"
 	"github.com/seed-kubelet/kubelet/internal/app/options"
-	"github.com/seed-kubelet/kubelet/internal/nodestatus"
+	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
+	"github.com/seed-kubelet/kubelet/internal/pods/admission"
 )
 
 // nodeInputs gathers what the Node object and its status are computed

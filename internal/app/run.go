@@ -23,33 +23,33 @@ import (
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 
+	"github.com/seed-kubelet/kubelet/internal/api/auth"
+	"github.com/seed-kubelet/kubelet/internal/api/logs"
+	"github.com/seed-kubelet/kubelet/internal/api/server"
+	"github.com/seed-kubelet/kubelet/internal/api/streaming"
 	"github.com/seed-kubelet/kubelet/internal/app/options"
-	"github.com/seed-kubelet/kubelet/internal/cm"
-	"github.com/seed-kubelet/kubelet/internal/config"
-	"github.com/seed-kubelet/kubelet/internal/containergc"
-	"github.com/seed-kubelet/kubelet/internal/cri"
-	"github.com/seed-kubelet/kubelet/internal/criconfig"
 	"github.com/seed-kubelet/kubelet/internal/events"
-	"github.com/seed-kubelet/kubelet/internal/eviction"
-	"github.com/seed-kubelet/kubelet/internal/imagegc"
 	"github.com/seed-kubelet/kubelet/internal/kubeclient"
-	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/metrics"
-	"github.com/seed-kubelet/kubelet/internal/mirror"
-	"github.com/seed-kubelet/kubelet/internal/nodestatus"
-	"github.com/seed-kubelet/kubelet/internal/pleg"
-	"github.com/seed-kubelet/kubelet/internal/pod"
-	"github.com/seed-kubelet/kubelet/internal/podinputs"
-	"github.com/seed-kubelet/kubelet/internal/podsync"
-	"github.com/seed-kubelet/kubelet/internal/podworkers"
-	"github.com/seed-kubelet/kubelet/internal/prober"
-	"github.com/seed-kubelet/kubelet/internal/server"
-	"github.com/seed-kubelet/kubelet/internal/server/auth"
-	"github.com/seed-kubelet/kubelet/internal/server/logs"
-	"github.com/seed-kubelet/kubelet/internal/server/streaming"
-	"github.com/seed-kubelet/kubelet/internal/stats"
-	"github.com/seed-kubelet/kubelet/internal/status"
-	"github.com/seed-kubelet/kubelet/internal/syncloop"
+	"github.com/seed-kubelet/kubelet/internal/node/cgroups"
+	"github.com/seed-kubelet/kubelet/internal/node/containergc"
+	"github.com/seed-kubelet/kubelet/internal/node/eviction"
+	"github.com/seed-kubelet/kubelet/internal/node/imagegc"
+	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
+	"github.com/seed-kubelet/kubelet/internal/node/stats"
+	"github.com/seed-kubelet/kubelet/internal/pods/mirror"
+	"github.com/seed-kubelet/kubelet/internal/pods/podinputs"
+	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/podsync"
+	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
+	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/syncloop"
+	"github.com/seed-kubelet/kubelet/internal/runtime/cri"
+	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
+	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
+	"github.com/seed-kubelet/kubelet/internal/runtime/pleg"
+	"github.com/seed-kubelet/kubelet/internal/runtime/prober"
+	"github.com/seed-kubelet/kubelet/internal/sources"
 	"github.com/seed-kubelet/kubelet/internal/volume"
 )
 
@@ -100,8 +100,8 @@ func Run(ctx context.Context, o *options.Options) error {
 	klog.InfoS("Container runtime initialized", "containerRuntime", version.RuntimeName, "version", version.RuntimeVersion, "apiVersion", version.RuntimeApiVersion)
 
 	machineMemory := machineMemoryBytes()
-	podMgr := pod.NewManager()
-	statusMgr := status.NewManager(nil)
+	podMgr := podmanager.NewManager()
+	statusMgr := statusmanager.NewManager(nil)
 	var recorder events.Recorder = events.LogRecorder{}
 	var cl *clients
 	var inputs *podinputs.Source
@@ -139,7 +139,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	spec := criconfig.Options{
 		NodeName: nodeName, PodLogsDir: cfg.PodLogsDir, ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain,
 		ResolvConf: derefString(cfg.ResolverConfig), MachineMemoryBytes: machineMemory, MachineCPUMilli: int64(runtime.NumCPU()) * 1000,
-		HostIPs: hostIPs, DisableCPUCFSQuota: !derefBool(cfg.CPUCFSQuota, true), CgroupV2: cgroupFS != nil && cgroupFS.Version == cm.V2,
+		HostIPs: hostIPs, DisableCPUCFSQuota: !derefBool(cfg.CPUCFSQuota, true), CgroupV2: cgroupFS != nil && cgroupFS.Version == cgroups.V2,
 	}
 	if cfg.CPUCFSQuotaPeriod != nil {
 		spec.CPUCFSQuotaPeriod = cfg.CPUCFSQuotaPeriod.Microseconds()
@@ -202,8 +202,8 @@ func Run(ctx context.Context, o *options.Options) error {
 	if cl != nil {
 		apiClient = cl.main
 	}
-	podCfg, sources := startSources(ctx, cfg, nodeName, apiClient, clk)
-	sourcesReady := func() bool { return podCfg.SeenAllSources(sources) }
+	podCfg, sourceNames := startSources(ctx, cfg, nodeName, apiClient, clk)
+	sourcesReady := func() bool { return podCfg.SeenAllSources(sourceNames) }
 
 	if cfg.RunOnce {
 		return runOnce(ctx, runOnceConfig{Updates: podCfg.Updates(), SourcesReady: sourcesReady, Syncer: syncer, Runtime: runtimeMgr, Status: statusMgr, Clock: clk, Out: os.Stdout})
@@ -282,7 +282,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	defer syncTicker.Stop()
 	hkTicker := clk.NewTicker(2 * time.Second)
 	defer hkTicker.Stop()
-	klog.InfoS("Kubelet started", "nodeName", nodeName, "nodeIPs", hostIPs, "sources", sets.List(sources))
+	klog.InfoS("Kubelet started", "nodeName", nodeName, "nodeIPs", hostIPs, "sources", sets.List(sourceNames))
 	syncloop.Run(ctx, syncloop.Channels{
 		Config: podCfg.Updates(), PLEG: p.Events(), Sync: syncTicker.C(), Housekeeping: hkTicker.C(),
 	}, dispatcher)
@@ -330,32 +330,32 @@ func prepareHost(cfg *kubeletconfig.KubeletConfiguration, flags options.KubeletF
 
 // startSources starts every configured pod source feeding one mux and
 // returns it with the names of the sources to wait for.
-func startSources(ctx context.Context, cfg *kubeletconfig.KubeletConfiguration, nodeName string, api kubeclient.Interface, clk clock.Clock) (*config.PodConfig, sets.Set[string]) {
-	podCfg := config.NewPodConfig(config.MuxConfig{Context: ctx, Clock: clk})
-	sources := sets.New[string]()
+func startSources(ctx context.Context, cfg *kubeletconfig.KubeletConfiguration, nodeName string, api kubeclient.Interface, clk clock.Clock) (*sources.PodConfig, sets.Set[string]) {
+	podCfg := sources.NewPodConfig(sources.MuxConfig{Context: ctx, Clock: clk})
+	names := sets.New[string]()
 	if cfg.StaticPodPath != "" {
-		sources.Insert(config.FileSource)
-		go config.RunFileSource(ctx, config.FileSourceConfig{
+		names.Insert(sources.FileSource)
+		go sources.RunFileSource(ctx, sources.FileSourceConfig{
 			Path: cfg.StaticPodPath, NodeName: nodeName, Period: cfg.FileCheckFrequency.Duration,
-			Clock: clk, Out: podCfg.Channel(config.FileSource),
+			Clock: clk, Out: podCfg.Channel(sources.FileSource),
 		})
 	}
 	if cfg.StaticPodURL != "" {
-		sources.Insert(config.HTTPSource)
-		go config.RunURLSource(ctx, config.URLSourceConfig{
+		names.Insert(sources.HTTPSource)
+		go sources.RunURLSource(ctx, sources.URLSourceConfig{
 			URL: cfg.StaticPodURL, Header: cfg.StaticPodURLHeader, NodeName: nodeName,
 			Period: cfg.HTTPCheckFrequency.Duration, Client: &http.Client{Timeout: 10 * time.Second},
-			Clock: clk, Out: podCfg.Channel(config.HTTPSource),
+			Clock: clk, Out: podCfg.Channel(sources.HTTPSource),
 		})
 	}
 	if api != nil {
-		sources.Insert(config.ApiserverSource)
-		go config.RunAPISource(ctx, config.APISourceConfig{Client: api, NodeName: nodeName, Out: podCfg.Channel(config.ApiserverSource)})
+		names.Insert(sources.ApiserverSource)
+		go sources.RunAPISource(ctx, sources.APISourceConfig{Client: api, NodeName: nodeName, Out: podCfg.Channel(sources.ApiserverSource)})
 	}
-	if sources.Len() == 0 {
+	if names.Len() == 0 {
 		klog.InfoS("No pod sources configured (staticPodPath, staticPodURL or --kubeconfig); the kubelet will run no pods")
 	}
-	return podCfg, sources
+	return podCfg, names
 }
 
 // serverDeps is what the HTTP endpoints read.
@@ -367,8 +367,8 @@ type serverDeps struct {
 	clock    clock.Clock
 	checks   []server.HealthCheck
 	client   *cri.Client
-	pods     *pod.Manager
-	statuses *status.Manager
+	pods     *podmanager.Manager
+	statuses *statusmanager.Manager
 	runtime  *kuberuntime.Manager
 	stats    *stats.Provider
 	// api is the API server client (nil in standalone mode) for webhook

@@ -13,10 +13,10 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/seed-kubelet/kubelet/internal/config"
-	"github.com/seed-kubelet/kubelet/internal/kuberuntime"
-	"github.com/seed-kubelet/kubelet/internal/podsync"
-	"github.com/seed-kubelet/kubelet/internal/status"
+	"github.com/seed-kubelet/kubelet/internal/pods/podsync"
+	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
+	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
+	"github.com/seed-kubelet/kubelet/internal/sources"
 )
 
 // Upstream's run-once limits: how long to wait for the sources, and how
@@ -31,11 +31,11 @@ const (
 var ErrRunOnceFailed = errors.New("runonce: some pods failed")
 
 type runOnceConfig struct {
-	Updates      <-chan config.PodUpdate
+	Updates      <-chan sources.PodUpdate
 	SourcesReady func() bool
 	Syncer       *podsync.Syncer
 	Runtime      *kuberuntime.Manager
-	Status       *status.Manager
+	Status       *statusmanager.Manager
 	Clock        clock.Clock
 	Out          io.Writer
 }
@@ -51,9 +51,9 @@ collect:
 		case u := <-c.Updates:
 			for _, p := range u.Pods {
 				switch u.Op {
-				case config.ADD, config.UPDATE:
+				case sources.ADD, sources.UPDATE:
 					pods[string(p.UID)] = p
-				case config.REMOVE:
+				case sources.REMOVE:
 					delete(pods, string(p.UID))
 				}
 			}
@@ -169,7 +169,7 @@ func runOnceDone(p *v1.Pod, st *kuberuntime.PodStatus) (v1.PodPhase, bool) {
 }
 
 // finalFailure reports a waiting reason that retrying cannot cure.
-func finalFailure(sm *status.Manager, p *v1.Pod) (string, string, bool) {
+func finalFailure(sm *statusmanager.Manager, p *v1.Pod) (string, string, bool) {
 	st, ok := sm.Get(p.UID)
 	if !ok {
 		return "", "", false

@@ -5,7 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/seed-kubelet/kubelet/internal/criconfig"
+	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 )
 
 const defaultFileMode int32 = 0o644

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/seed-kubelet/kubelet/internal/criconfig"
+	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 )
 
 func i32(v int32) *int32 { return &v }

@@ -62,7 +62,7 @@ var SupportedConfigFields = map[string]bool{
 	"eventRecordQPS":               true,
 	"eventBurst":                   true,
 	"enableControllerAttachDetach": true,
-	// Eviction (internal/eviction).
+	// Eviction (internal/node/eviction).
 	"evictionHard":                     true,
 	"evictionSoft":                     true,
 	"evictionSoftGracePeriod":          true,
@@ -103,7 +103,7 @@ var SupportedConfigFields = map[string]bool{
 	"containerLogMonitorInterval": true,
 	// Pod security.
 	"allowedUnsafeSysctls": true,
-	// Stats (internal/stats).
+	// Stats (internal/node/stats).
 	"volumeStatsAggPeriod": true,
 }
 

@@ -44,6 +44,9 @@ func main() {
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGCHLD)
+	// Said only once the handlers are ours: before that, the Go runtime's own
+	// handler would end the process by the signal (exit status non-zero).
+	fmt.Fprintln(os.Stderr, "pause: waiting for SIGINT or SIGTERM")
 	s := wait(sigs, func() { reapZombies() })
 	fmt.Fprintf(os.Stderr, "pause: shutting down on %v\n", s)
 }

@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed-kubelet/kubelet/internal/cm"
+	"github.com/seed-kubelet/kubelet/internal/node/cgroups"
 )
 
 // hostCgroups is the machine's cgroup filesystem with cgroupfs names, as
 // the test kubelets use it.
-func hostCgroups(t testing.TB) *cm.FS {
+func hostCgroups(t testing.TB) *cgroups.FS {
 	t.Helper()
-	fs, err := cm.DetectFS(cm.DefaultRoot, cm.DriverCgroupfs)
+	fs, err := cgroups.DetectFS(cgroups.DefaultRoot, cgroups.DriverCgroupfs)
 	if err != nil {
 		t.Fatalf("cgroups: %v", err)
 	}
@@ -28,8 +28,8 @@ func hostCgroups(t testing.TB) *cm.FS {
 func CreateCgroupRoot(t testing.TB, path string) {
 	t.Helper()
 	fs := hostCgroups(t)
-	n := cm.ParseCgroupfs(path)
-	if err := fs.Create(n, cm.ResourceConfig{}); err != nil {
+	n := cgroups.ParseCgroupfs(path)
+	if err := fs.Create(n, cgroups.ResourceConfig{}); err != nil {
 		t.Fatalf("create cgroup root %s: %v", path, err)
 	}
 	t.Cleanup(func() { RemoveCgroup(t, path) })
@@ -39,7 +39,7 @@ func CreateCgroupRoot(t testing.TB, path string) {
 // runs there, retrying until the kernel lets go of it.
 func RemoveCgroup(t testing.TB, path string) {
 	fs := hostCgroups(t)
-	n := cm.ParseCgroupfs(path)
+	n := cgroups.ParseCgroupfs(path)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		err := fs.Destroy(n)
@@ -60,7 +60,7 @@ func CgroupFile(t testing.TB, controller, path, file string) (string, error) {
 	t.Helper()
 	fs := hostCgroups(t)
 	base := fs.Root
-	if fs.Version == cm.V1 {
+	if fs.Version == cgroups.V1 {
 		base = fs.Mounts[controller]
 	}
 	data, err := os.ReadFile(filepath.Join(base, path, file))
@@ -73,7 +73,7 @@ func CgroupExists(t testing.TB, path string) bool {
 	t.Helper()
 	fs := hostCgroups(t)
 	base := fs.Root
-	if fs.Version == cm.V1 {
+	if fs.Version == cgroups.V1 {
 		base = fs.Mounts["memory"]
 	}
 	_, err := os.Stat(filepath.Join(base, path))

@@ -1,0 +1,402 @@
+package podsync
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/backoff"
+	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/metrics"
+	"github.com/seed-kubelet/kubelet/internal/pods/podstatus"
+	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
+	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
+	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
+	"github.com/seed-kubelet/kubelet/internal/runtime/prober"
+	"github.com/seed-kubelet/kubelet/internal/volume"
+)
+
+// Runtime is the part of the runtime manager a sync uses.
+type Runtime interface {
+	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*kuberuntime.PodStatus, error)
+	SyncPod(ctx context.Context, pod *v1.Pod, st *kuberuntime.PodStatus, unhealthy map[string]kuberuntime.Unhealthy) kuberuntime.SyncResult
+	KillPod(ctx context.Context, pod *v1.Pod, st *kuberuntime.PodStatus, gracePeriod *int64) error
+	RemovePod(ctx context.Context, st *kuberuntime.PodStatus) error
+	PruneContainers(ctx context.Context, st *kuberuntime.PodStatus, keep int)
+}
+
+var _ Runtime = (*kuberuntime.Manager)(nil)
+
+// Config configures a Syncer.
+type Config struct {
+	Runtime Runtime                // required
+	Status  *statusmanager.Manager // required
+	Clock   clock.Clock            // required
+	// HostIPs are the node's addresses (status.hostIPs).
+	HostIPs []string
+	// RuntimeName prefixes container IDs in statuses.
+	RuntimeName string
+	// MaxDeadPerContainer dead instances kept per container (1 upstream).
+	MaxDeadPerContainer int
+	// Mirrors keeps static pods' mirror pods in the API server; nil in
+	// standalone mode.
+	Mirrors MirrorEnsurer
+	// Volumes sets up a pod's volumes before its containers start and
+	// rewrites configMap/secret/downwardAPI contents of running pods at
+	// each sync so updates reach them; may be nil.
+	Volumes Volumes
+	// Probes runs liveness, readiness and startup probes; may be nil.
+	Probes Probes
+	// Recorder receives the DeadlineExceeded event; may be nil.
+	Recorder events.Recorder
+}
+
+// ActiveDeadline reports whether pod has run past activeDeadlineSeconds
+// since it started, and otherwise how long it has left (zero when it has
+// no deadline). It is pure.
+func ActiveDeadline(pod *v1.Pod, started *metav1.Time, now time.Time) (exceeded bool, left time.Duration) {
+	if pod.Spec.ActiveDeadlineSeconds == nil || started == nil {
+		return false, 0
+	}
+	left = started.Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second).Sub(now)
+	if left <= 0 {
+		return true, 0
+	}
+	return false, left
+}
+
+// Probes is what a sync needs of the prober: it tells it which container
+// instances run, and reads readiness, startup and liveness back.
+type Probes interface {
+	AddPod(pod *v1.Pod)
+	RemovePod(uid types.UID)
+	ContainerStarted(pod *v1.Pod, containerName, containerID string, startedAt time.Time)
+	ContainerStopped(uid types.UID, containerName string)
+	Result(uid types.UID, container string, t prober.ProbeType) prober.Result
+	Ready(uid types.UID, container string) bool
+	Started(uid types.UID, container string) bool
+	LivenessGracePeriod(uid types.UID, container string) int64
+}
+
+var _ Probes = (*prober.Manager)(nil)
+
+// Volumes is what a sync needs of the volume manager.
+type Volumes interface {
+	// SetUpPod sets up the volumes the pod's containers use.
+	SetUpPod(ctx context.Context, pod *v1.Pod) volume.SetUpResult
+	// Refresh rewrites the contents of volumes already set up.
+	Refresh(ctx context.Context, pod *v1.Pod) error
+}
+
+var _ Volumes = (*volume.Manager)(nil)
+
+// Retry delays for a pod whose volumes cannot be set up yet, as upstream's
+// volume operations back off (500ms doubling to 2m2s).
+const (
+	mountRetryInitial = 500 * time.Millisecond
+	mountRetryMax     = 2*time.Minute + 2*time.Second
+)
+
+// MirrorEnsurer creates or replaces a static pod's mirror pod.
+type MirrorEnsurer interface {
+	Ensure(ctx context.Context, static *v1.Pod) error
+}
+
+// mirrorRetry is how soon a sync is retried when the mirror pod could not
+// be written (the API server is away, or the Node is not registered yet).
+const mirrorRetry = 2 * time.Second
+
+// Syncer implements podworkers.Syncer.
+type Syncer struct {
+	cfg      Config
+	mu       sync.Mutex
+	failures map[types.UID]map[string]kuberuntime.ContainerFailure
+	started  map[types.UID]bool // pods whose start duration was recorded
+	mounts   *backoff.Backoff   // per pod UID, while volumes fail to set up
+	// mountFailed is when each pod's volumes last failed (and were reported).
+	mountFailed map[types.UID]time.Time
+}
+
+var _ podworkers.Syncer = (*Syncer)(nil)
+
+// New returns a Syncer.
+func New(cfg Config) *Syncer {
+	return &Syncer{cfg: cfg, failures: map[types.UID]map[string]kuberuntime.ContainerFailure{}, started: map[types.UID]bool{},
+		mounts: backoff.New(mountRetryInitial, mountRetryMax, cfg.Clock), mountFailed: map[types.UID]time.Time{}}
+}
+
+func (s *Syncer) publish(pod *v1.Pod, st *kuberuntime.PodStatus) v1.PodStatus {
+	return s.publishWith(pod, st, false)
+}
+
+func (s *Syncer) publishWith(pod *v1.Pod, st *kuberuntime.PodStatus, terminal bool) v1.PodStatus {
+	old, _ := s.cfg.Status.Get(pod.UID)
+	s.mu.Lock()
+	failures := make(map[string]kuberuntime.ContainerFailure, len(s.failures[pod.UID]))
+	for k, v := range s.failures[pod.UID] {
+		failures[k] = v
+	}
+	s.mu.Unlock()
+	in := podstatus.Input{
+		Pod: pod, Runtime: st, Failures: failures, Old: old, HostIPs: s.cfg.HostIPs,
+		RuntimeName: s.cfg.RuntimeName, Now: s.cfg.Clock.Now(), Terminal: terminal,
+	}
+	if s.cfg.Probes != nil {
+		in.Ready = func(name string) bool { return s.cfg.Probes.Ready(pod.UID, name) }
+		in.Started = func(name string) bool { return s.cfg.Probes.Started(pod.UID, name) }
+	}
+	ps := podstatus.Generate(in)
+	s.cfg.Status.Set(pod, ps)
+	s.observeStart(pod, ps)
+	return ps
+}
+
+// observeStart records the pod start duration the first time a pod runs.
+func (s *Syncer) observeStart(pod *v1.Pod, ps v1.PodStatus) {
+	if ps.Phase != v1.PodRunning {
+		return
+	}
+	s.mu.Lock()
+	if s.started[pod.UID] {
+		s.mu.Unlock()
+		return
+	}
+	s.started[pod.UID] = true
+	s.mu.Unlock()
+	now := s.cfg.Clock.Now()
+	if seen, err := time.Parse(time.RFC3339Nano, pod.Annotations["kubernetes.io/config.seen"]); err == nil {
+		metrics.PodStartDuration.Observe(now.Sub(seen).Seconds())
+	}
+	if !pod.CreationTimestamp.IsZero() {
+		metrics.PodStartSLIDuration.WithLabelValues().Observe(now.Sub(pod.CreationTimestamp.Time).Seconds())
+	}
+}
+
+func (s *Syncer) record(uid types.UID, res kuberuntime.SyncResult) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.failures[uid]
+	if f == nil {
+		f = map[string]kuberuntime.ContainerFailure{}
+		s.failures[uid] = f
+	}
+	for _, name := range res.Started {
+		delete(f, name)
+	}
+	for name, fail := range res.Failures {
+		f[name] = fail
+	}
+}
+
+// SyncPod publishes the pod's status and makes the runtime match its spec.
+func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, error) {
+	st, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return podworkers.Outcome{}, fmt.Errorf("get runtime status of pod %s: %w", klog.KObj(pod), err)
+	}
+	ps := s.publish(pod, st)
+	if ps.Phase == v1.PodSucceeded || ps.Phase == v1.PodFailed {
+		return podworkers.Outcome{Terminal: true}, nil
+	}
+	exceeded, deadlineLeft := ActiveDeadline(pod, ps.StartTime, s.cfg.Clock.Now())
+	if exceeded {
+		const msg = "Pod was active on the node longer than the specified deadline"
+		ps.Phase, ps.Reason, ps.Message = v1.PodFailed, "DeadlineExceeded", msg
+		s.cfg.Status.Set(pod, ps)
+		if s.cfg.Recorder != nil {
+			s.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.DeadlineExceeded, msg)
+		}
+		return podworkers.Outcome{Terminal: true}, nil
+	}
+	mirrorFailed := false
+	if s.cfg.Mirrors != nil {
+		if err := s.cfg.Mirrors.Ensure(ctx, pod); err != nil {
+			klog.V(2).InfoS("Cannot write the mirror pod yet, will retry", "pod", klog.KObj(pod), "err", err)
+			mirrorFailed = true
+		}
+	}
+	if s.cfg.Volumes != nil && st.Running() {
+		if err := s.cfg.Volumes.Refresh(ctx, pod); err != nil {
+			klog.V(2).InfoS("Cannot refresh the pod's volumes", "pod", klog.KObj(pod), "err", err)
+		}
+	}
+	if wait, ok := s.setUpVolumes(ctx, pod); !ok {
+		// As upstream: no sandbox and no container before every volume is
+		// set up; the pod stays Pending with its containers ContainerCreating.
+		out := podworkers.Outcome{RequeueAfter: wait}
+		if mirrorFailed && out.RequeueAfter > mirrorRetry {
+			out.RequeueAfter = mirrorRetry
+		}
+		return out, nil
+	}
+	s.cfg.Runtime.PruneContainers(ctx, st, s.cfg.MaxDeadPerContainer)
+	res := s.cfg.Runtime.SyncPod(ctx, pod, st, s.probe(pod, st))
+	s.record(pod.UID, res)
+	if res.Changed || len(res.Failures) > 0 {
+		// Publish what the sync did now rather than at the next relist.
+		if st2, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
+			s.probe(pod, st2)
+			if len(res.Started) > 0 {
+				// A new instance replaced a dead one: keep the dead ones in bound now.
+				s.cfg.Runtime.PruneContainers(ctx, st2, s.cfg.MaxDeadPerContainer)
+			}
+			ps = s.publish(pod, st2)
+		}
+	}
+	out := podworkers.Outcome{RequeueAfter: res.RequeueAfter}
+	if mirrorFailed && (out.RequeueAfter == 0 || out.RequeueAfter > mirrorRetry) {
+		out.RequeueAfter = mirrorRetry
+	}
+	if deadlineLeft > 0 && (out.RequeueAfter == 0 || out.RequeueAfter > deadlineLeft) {
+		out.RequeueAfter = deadlineLeft // wake up when the deadline passes
+	}
+	if res.Err == nil && (ps.Phase == v1.PodSucceeded || ps.Phase == v1.PodFailed) {
+		out.Terminal = true
+	}
+	return out, res.Err
+}
+
+// setUpVolumes sets up the pod's volumes, emitting FailedMount for each one
+// that fails. It reports whether all are set up and, if not, when to retry.
+func (s *Syncer) setUpVolumes(ctx context.Context, pod *v1.Pod) (time.Duration, bool) {
+	if s.cfg.Volumes == nil {
+		return 0, true
+	}
+	key := string(pod.UID)
+	res := s.cfg.Volumes.SetUpPod(ctx, pod)
+	s.mu.Lock()
+	last, failedBefore := s.mountFailed[pod.UID]
+	if len(res.Unmounted) == 0 {
+		delete(s.mountFailed, pod.UID)
+		s.mu.Unlock()
+		s.mounts.Reset(key)
+		return 0, true
+	}
+	s.mu.Unlock()
+	now := s.cfg.Clock.Now()
+	if failedBefore {
+		if left := s.mounts.Remaining(key, last); left > 0 {
+			return left, false // this failure was reported already
+		}
+	}
+	for _, f := range res.Failed {
+		klog.V(2).InfoS("Volume set-up failed, the pod waits", "pod", klog.KObj(pod), "volume", f.Volume, "err", f.Err)
+		if s.cfg.Recorder != nil {
+			s.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedMount, "%s", f.Message())
+		}
+	}
+	s.mounts.Next(key, now)
+	s.mu.Lock()
+	s.mountFailed[pod.UID] = now
+	s.mu.Unlock()
+	return s.mounts.Delay(key), false
+}
+
+// probe tells the prober which container instances run now and returns
+// the running containers whose liveness or startup probe failed.
+func (s *Syncer) probe(pod *v1.Pod, st *kuberuntime.PodStatus) map[string]kuberuntime.Unhealthy {
+	if s.cfg.Probes == nil {
+		return nil
+	}
+	// Probes without a host go to the pod's IP, which only the runtime knows.
+	withIP := pod
+	ips := st.IPs
+	if pod.Spec.HostNetwork {
+		ips = s.cfg.HostIPs
+	}
+	if len(ips) > 0 && pod.Status.PodIP != ips[0] {
+		withIP = pod.DeepCopy()
+		withIP.Status.PodIP = ips[0]
+		withIP.Status.PodIPs = nil
+		for _, ip := range ips {
+			withIP.Status.PodIPs = append(withIP.Status.PodIPs, v1.PodIP{IP: ip})
+		}
+	}
+	s.cfg.Probes.AddPod(withIP)
+	pod = withIP
+	var unhealthy map[string]kuberuntime.Unhealthy
+	check := func(c *v1.Container) {
+		cs := st.FindContainer(c.Name)
+		if cs == nil {
+			return
+		}
+		if cs.State != kuberuntime.StateRunning {
+			s.cfg.Probes.ContainerStopped(pod.UID, c.Name)
+			return
+		}
+		s.cfg.Probes.ContainerStarted(pod, c.Name, cs.ID, cs.StartedAt)
+		kind := ""
+		switch {
+		case s.cfg.Probes.Result(pod.UID, c.Name, prober.Startup) == prober.Failure:
+			kind = "startup"
+		case s.cfg.Probes.Result(pod.UID, c.Name, prober.Liveness) == prober.Failure:
+			kind = "liveness"
+		default:
+			return
+		}
+		grace := s.cfg.Probes.LivenessGracePeriod(pod.UID, c.Name)
+		if unhealthy == nil {
+			unhealthy = map[string]kuberuntime.Unhealthy{}
+		}
+		unhealthy[c.Name] = kuberuntime.Unhealthy{ContainerID: cs.ID, GracePeriod: &grace,
+			Message: fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, kind)}
+	}
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			check(c)
+		}
+	}
+	for i := range pod.Spec.Containers {
+		check(&pod.Spec.Containers[i])
+	}
+	return unhealthy
+}
+
+// SyncTerminatingPod stops every container of the pod within the grace period.
+func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64) error {
+	if s.cfg.Probes != nil {
+		s.cfg.Probes.RemovePod(pod.UID)
+	}
+	st, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return fmt.Errorf("get runtime status of pod %s: %w", klog.KObj(pod), err)
+	}
+	if err := s.cfg.Runtime.KillPod(ctx, pod, st, gracePeriod); err != nil {
+		return fmt.Errorf("kill pod %s: %w", klog.KObj(pod), err)
+	}
+	if st2, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
+		s.publishWith(pod, st2, true)
+	}
+	klog.V(2).InfoS("Pod terminated", "pod", klog.KObj(pod), "podUID", pod.UID)
+	return nil
+}
+
+// SyncTerminatedPod removes a deleted pod's containers, sandboxes and files.
+func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, removed bool) error {
+	if !removed {
+		return nil
+	}
+	st, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return fmt.Errorf("get runtime status of pod %s: %w", klog.KObj(pod), err)
+	}
+	if err := s.cfg.Runtime.RemovePod(ctx, st); err != nil {
+		return err
+	}
+	s.cfg.Status.Delete(pod.UID)
+	s.mu.Lock()
+	delete(s.failures, pod.UID)
+	delete(s.started, pod.UID)
+	delete(s.mountFailed, pod.UID)
+	s.mu.Unlock()
+	s.mounts.Reset(string(pod.UID))
+	klog.V(2).InfoS("Removed pod from the runtime", "pod", klog.KObj(pod), "podUID", pod.UID)
+	return nil
+}

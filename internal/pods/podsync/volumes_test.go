@@ -1,0 +1,96 @@
+package podsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
+	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
+	"github.com/seed-kubelet/kubelet/internal/volume"
+)
+
+type fakeRuntime struct{ syncs int }
+
+func (f *fakeRuntime) GetPodStatus(_ context.Context, uid types.UID, name, ns string) (*kuberuntime.PodStatus, error) {
+	return &kuberuntime.PodStatus{UID: uid, Name: name, Namespace: ns}, nil
+}
+func (f *fakeRuntime) SyncPod(context.Context, *v1.Pod, *kuberuntime.PodStatus, map[string]kuberuntime.Unhealthy) kuberuntime.SyncResult {
+	f.syncs++
+	return kuberuntime.SyncResult{}
+}
+func (f *fakeRuntime) KillPod(context.Context, *v1.Pod, *kuberuntime.PodStatus, *int64) error {
+	return nil
+}
+func (f *fakeRuntime) RemovePod(context.Context, *kuberuntime.PodStatus) error      { return nil }
+func (f *fakeRuntime) PruneContainers(context.Context, *kuberuntime.PodStatus, int) {}
+
+type fakeVolumes struct{ missing bool }
+
+func (f *fakeVolumes) SetUpPod(context.Context, *v1.Pod) volume.SetUpResult {
+	if !f.missing {
+		return volume.SetUpResult{}
+	}
+	return volume.SetUpResult{
+		Failed:    []volume.Failure{{Volume: "cfg", Err: errors.New(`configmap "app" not found`)}},
+		Unmounted: []string{"cfg"},
+	}
+}
+func (f *fakeVolumes) Refresh(context.Context, *v1.Pod) error { return nil }
+
+type recorded struct{ reason, message string }
+type fakeRecorder struct{ events []recorded }
+
+func (r *fakeRecorder) Eventf(_ runtime.Object, _, reason, format string, args ...any) {
+	r.events = append(r.events, recorded{reason, fmt.Sprintf(format, args...)})
+}
+
+// A pod whose volume cannot be set up gets no sandbox and no container: it
+// waits in ContainerCreating with a FailedMount event per attempt, attempts
+// backing off, and starts as soon as the volume can be set up.
+func TestVolumesGateContainers(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	rt, vols, rec := &fakeRuntime{}, &fakeVolumes{missing: true}, &fakeRecorder{}
+	st := statusmanager.NewManager(nil)
+	s := New(Config{Runtime: rt, Status: st, Clock: clk, Volumes: vols, Recorder: rec})
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}
+
+	out, err := s.SyncPod(context.Background(), pod)
+	if err != nil || out.RequeueAfter != mountRetryInitial || rt.syncs != 0 {
+		t.Fatalf("first sync: out %+v err %v runtime syncs %d", out, err, rt.syncs)
+	}
+	want := recorded{"FailedMount", `MountVolume.SetUp failed for volume "cfg" : configmap "app" not found`}
+	if len(rec.events) != 1 || rec.events[0] != want {
+		t.Fatalf("events %+v", rec.events)
+	}
+	ps, _ := st.Get(pod.UID)
+	if ps.Phase != v1.PodPending || ps.ContainerStatuses[0].State.Waiting == nil || ps.ContainerStatuses[0].State.Waiting.Reason != "ContainerCreating" {
+		t.Fatalf("status %+v", ps)
+	}
+
+	// Another sync inside the back-off neither retries loudly nor starts.
+	clk.Step(200 * time.Millisecond)
+	out, _ = s.SyncPod(context.Background(), pod)
+	if len(rec.events) != 1 || out.RequeueAfter != 300*time.Millisecond || rt.syncs != 0 {
+		t.Fatalf("inside back-off: events %d out %+v syncs %d", len(rec.events), out, rt.syncs)
+	}
+	clk.Step(300 * time.Millisecond)
+	out, _ = s.SyncPod(context.Background(), pod)
+	if len(rec.events) != 2 || out.RequeueAfter != 2*mountRetryInitial {
+		t.Fatalf("after back-off: events %d out %+v", len(rec.events), out)
+	}
+
+	vols.missing = false
+	if _, err := s.SyncPod(context.Background(), pod); err != nil || rt.syncs != 1 {
+		t.Fatalf("volume ready: err %v runtime syncs %d", err, rt.syncs)
+	}
+}

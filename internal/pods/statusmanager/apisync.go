@@ -1,0 +1,187 @@
+package statusmanager
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
+)
+
+// Target is the API object a pod's status is written to: the pod itself,
+// or for a static pod its mirror pod.
+type Target struct {
+	Namespace, Name string
+	UID             types.UID
+}
+
+// APISyncConfig configures writing statuses to the API server.
+type APISyncConfig struct {
+	Client kubeclient.Interface // required
+	Clock  clock.WithTicker     // required
+	// Target maps a pod UID to the object to write (false: none yet, such
+	// as a static pod whose mirror pod does not exist yet).
+	Target func(uid types.UID) (Target, bool)
+	// Terminated reports whether the kubelet has stopped every container of
+	// the pod for good; only then is a pod marked for deletion deleted.
+	Terminated func(uid types.UID) bool
+	// ResyncPeriod re-sends every status (10 s upstream).
+	ResyncPeriod time.Duration
+}
+
+// kubeletConditions are the pod conditions the kubelet owns; others (set
+// by controllers, readiness gates) are kept as the API has them.
+var kubeletConditions = map[v1.PodConditionType]bool{
+	v1.PodScheduled: true, v1.PodReady: true, v1.PodInitialized: true,
+	v1.ContainersReady: true, v1.PodReadyToStartContainers: true,
+}
+
+// MergeStatus returns the status to write given what the API has and what
+// the kubelet computed; it is pure. A terminal phase never goes back.
+func MergeStatus(api, kubelet v1.PodStatus) v1.PodStatus {
+	out := *kubelet.DeepCopy()
+	var conds []v1.PodCondition
+	for _, c := range kubelet.Conditions {
+		if kubeletConditions[c.Type] {
+			conds = append(conds, c)
+		}
+	}
+	// DisruptionTarget is shared: the kubelet's (an eviction) replaces the
+	// API's while the pod moves to a terminal phase, as upstream.
+	terminating := api.Phase != v1.PodSucceeded && api.Phase != v1.PodFailed && (kubelet.Phase == v1.PodSucceeded || kubelet.Phase == v1.PodFailed)
+	shared := map[v1.PodConditionType]bool{}
+	if terminating {
+		for _, c := range kubelet.Conditions {
+			if c.Type == v1.DisruptionTarget {
+				conds = append(conds, c)
+				shared[c.Type] = true
+			}
+		}
+	}
+	for _, c := range api.Conditions {
+		if !kubeletConditions[c.Type] && !shared[c.Type] {
+			conds = append(conds, c)
+		}
+	}
+	out.Conditions = conds
+	if (api.Phase == v1.PodSucceeded || api.Phase == v1.PodFailed) && out.Phase != api.Phase {
+		out.Phase, out.Reason, out.Message = api.Phase, api.Reason, api.Message
+	}
+	if out.NominatedNodeName == "" {
+		out.NominatedNodeName = api.NominatedNodeName
+	}
+	return out
+}
+
+// statusPatch is a strategic merge patch from old to new status that also
+// carries the pod's UID, so the API server refuses it for another pod.
+func statusPatch(uid types.UID, old, new v1.PodStatus) ([]byte, error) {
+	oldData, err := json.Marshal(v1.Pod{Status: old})
+	if err != nil {
+		return nil, err
+	}
+	newData, err := json.Marshal(v1.Pod{Status: new})
+	if err != nil {
+		return nil, err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldData, newData, v1.Pod{})
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(patch, &m); err != nil {
+		return nil, err
+	}
+	m["metadata"] = map[string]any{"uid": uid}
+	return json.Marshal(m)
+}
+
+// RunAPISync writes changed statuses to the API server until ctx ends. It
+// also completes the deletion handshake: a pod the API marked for deletion
+// is deleted (grace 0) once the kubelet has terminated it.
+func (m *Manager) RunAPISync(ctx context.Context, cfg APISyncConfig) {
+	m.mu.Lock()
+	m.dirty = make(chan types.UID, 1000)
+	m.mu.Unlock()
+	tick := cfg.Clock.NewTicker(cfg.ResyncPeriod)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case uid := <-m.dirty:
+			m.syncOne(ctx, cfg, uid)
+		case <-tick.C():
+			for _, uid := range m.uids() {
+				m.syncOne(ctx, cfg, uid)
+			}
+		}
+	}
+}
+
+func (m *Manager) uids() []types.UID {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]types.UID, 0, len(m.statuses))
+	for uid := range m.statuses {
+		out = append(out, uid)
+	}
+	return out
+}
+
+func (m *Manager) syncOne(ctx context.Context, cfg APISyncConfig, uid types.UID) {
+	st, ok := m.Get(uid)
+	if !ok {
+		return
+	}
+	target, ok := cfg.Target(uid)
+	if !ok {
+		return
+	}
+	if err := syncStatus(ctx, cfg, uid, target, st); err != nil {
+		klog.V(2).InfoS("Failed to update pod status, will retry", "pod", klog.KRef(target.Namespace, target.Name), "err", err)
+	}
+}
+
+func syncStatus(ctx context.Context, cfg APISyncConfig, uid types.UID, target Target, st v1.PodStatus) error {
+	pods := cfg.Client.CoreV1().Pods(target.Namespace)
+	apiPod, err := pods.Get(ctx, target.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get pod: %w", err)
+	}
+	if apiPod.UID != target.UID {
+		return nil // a different pod of the same name
+	}
+	merged := MergeStatus(apiPod.Status, st)
+	if !equalStatus(apiPod.Status, merged) {
+		patch, err := statusPatch(apiPod.UID, apiPod.Status, merged)
+		if err != nil {
+			return fmt.Errorf("build status patch: %w", err)
+		}
+		if _, err := pods.Patch(ctx, target.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+			return fmt.Errorf("patch status: %w", err)
+		}
+		klog.V(3).InfoS("Patched pod status", "pod", klog.KObj(apiPod), "phase", merged.Phase)
+	}
+	if apiPod.DeletionTimestamp != nil && cfg.Terminated != nil && cfg.Terminated(uid) {
+		zero := int64(0)
+		err := pods.Delete(ctx, target.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &apiPod.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete terminated pod: %w", err)
+		}
+		klog.V(2).InfoS("Pod fully terminated and removed from the API", "pod", klog.KObj(apiPod))
+	}
+	return nil
+}

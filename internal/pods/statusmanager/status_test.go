@@ -1,0 +1,129 @@
+package statusmanager
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient/kubeclienttest"
+)
+
+func TestSetKeepsTerminalPhase(t *testing.T) {
+	changes := 0
+	m := NewManager(func(types.UID) { changes++ })
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u"}}
+	m.Set(p, v1.PodStatus{Phase: v1.PodSucceeded})
+	m.Set(p, v1.PodStatus{Phase: v1.PodRunning})
+	if got, _ := m.Get("u"); got.Phase != v1.PodSucceeded {
+		t.Fatalf("phase went back to %s", got.Phase)
+	}
+	m.Set(p, v1.PodStatus{Phase: v1.PodSucceeded})
+	if changes != 1 {
+		t.Fatalf("onChange called %d times, want 1 (later sets changed nothing)", changes)
+	}
+}
+
+func TestMergeStatus(t *testing.T) {
+	api := v1.PodStatus{Phase: v1.PodFailed, Conditions: []v1.PodCondition{
+		{Type: v1.PodReady, Status: v1.ConditionFalse},
+		{Type: "example.com/gate", Status: v1.ConditionTrue},
+		{Type: v1.DisruptionTarget, Status: v1.ConditionTrue},
+	}}
+	kubelet := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}}
+	got := MergeStatus(api, kubelet)
+	if got.Phase != v1.PodFailed {
+		t.Fatalf("phase %s: a terminal phase in the API must not go back", got.Phase)
+	}
+	want := map[v1.PodConditionType]v1.ConditionStatus{v1.PodReady: v1.ConditionTrue, "example.com/gate": v1.ConditionTrue, v1.DisruptionTarget: v1.ConditionTrue}
+	if len(got.Conditions) != len(want) {
+		t.Fatalf("conditions %v", got.Conditions)
+	}
+	for _, c := range got.Conditions {
+		if want[c.Type] != c.Status {
+			t.Fatalf("condition %s = %s, want %s", c.Type, c.Status, want[c.Type])
+		}
+	}
+}
+
+func TestMergeStatusEvictionDisruptionTarget(t *testing.T) {
+	api := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.DisruptionTarget, Status: v1.ConditionFalse, Reason: "Old"}}}
+	evicted := v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Conditions: []v1.PodCondition{
+		{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet},
+	}}
+	got := MergeStatus(api, evicted)
+	if len(got.Conditions) != 1 || got.Conditions[0].Reason != v1.PodReasonTerminationByKubelet {
+		t.Errorf("moving to Failed: conditions %+v, want the kubelet's DisruptionTarget", got.Conditions)
+	}
+	// Once terminal in the API, the API's condition stays.
+	api.Phase = v1.PodFailed
+	if got := MergeStatus(api, evicted); len(got.Conditions) != 1 || got.Conditions[0].Reason != "Old" {
+		t.Errorf("already terminal: conditions %+v, want the API's", got.Conditions)
+	}
+}
+
+func TestStatusPatchCarriesUID(t *testing.T) {
+	patch, err := statusPatch("u1", v1.PodStatus{Phase: v1.PodPending}, v1.PodStatus{Phase: v1.PodRunning})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Metadata struct{ UID string }   `json:"metadata"`
+		Status   struct{ Phase string } `json:"status"`
+	}
+	if err := json.Unmarshal(patch, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Metadata.UID != "u1" || m.Status.Phase != "Running" {
+		t.Fatalf("patch %s", patch)
+	}
+}
+
+func TestAPISyncWritesStatusAndDeletesTerminatedPods(t *testing.T) {
+	now := metav1.Now()
+	apiPod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"}}
+	cs := fake.NewClientset(apiPod)
+	m := NewManager(nil)
+	var terminated atomic.Bool
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	go m.RunAPISync(ctx, APISyncConfig{
+		Client: kubeclienttest.Wrap(cs), Clock: clk, ResyncPeriod: 10 * time.Second,
+		Target:     func(uid types.UID) (Target, bool) { return Target{Namespace: "default", Name: "web", UID: uid}, true },
+		Terminated: func(types.UID) bool { return terminated.Load() },
+	})
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitFor("sync loop", func() bool { m.mu.RLock(); defer m.mu.RUnlock(); return m.dirty != nil })
+	m.Set(apiPod, v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.88.0.9"})
+	waitFor("status patched", func() bool {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == v1.PodRunning && p.Status.PodIP == "10.88.0.9"
+	})
+	// The API marks the pod for deletion; once terminated, it is deleted.
+	p, _ := cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+	p.DeletionTimestamp = &now
+	cs.CoreV1().Pods("default").Update(ctx, p, metav1.UpdateOptions{})
+	terminated.Store(true)
+	m.Set(apiPod, v1.PodStatus{Phase: v1.PodSucceeded})
+	waitFor("pod deleted", func() bool {
+		_, err := cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		return err != nil
+	})
+}

@@ -1,0 +1,281 @@
+package syncloop
+
+import (
+	"context"
+	"os"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/podstatus"
+	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
+	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
+	"github.com/seed-kubelet/kubelet/internal/runtime/pleg"
+	"github.com/seed-kubelet/kubelet/internal/sources"
+)
+
+// Workers is what the dispatcher needs of the pod workers.
+type Workers interface {
+	UpdatePod(u podworkers.Update)
+	Sync(uid types.UID) bool
+	SyncDue()
+	States() map[types.UID]podworkers.PodState
+	Forget(uid types.UID) bool
+}
+
+// Runtime is what housekeeping needs of the runtime manager.
+type Runtime interface {
+	GetPods(ctx context.Context, all bool) ([]*kuberuntime.RunningPod, error)
+	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*kuberuntime.PodStatus, error)
+	KillPod(ctx context.Context, pod *v1.Pod, st *kuberuntime.PodStatus, gracePeriod *int64) error
+	RemovePod(ctx context.Context, st *kuberuntime.PodStatus) error
+	OrphanedPodDirs(keep map[types.UID]bool) []string
+}
+
+var (
+	_ Workers = (*podworkers.PodWorkers)(nil)
+	_ Runtime = (*kuberuntime.Manager)(nil)
+)
+
+// DispatcherConfig configures a Dispatcher.
+type DispatcherConfig struct {
+	Pods    *podmanager.Manager // required
+	Workers Workers             // required
+	Runtime Runtime             // required
+	// SourcesReady reports whether every source has been seen; orphans
+	// are only cleaned up after that.
+	SourcesReady func() bool
+	// OnHousekeeping runs extra periodic work (back-off GC, ...); may be nil.
+	OnHousekeeping func(ctx context.Context)
+	// Mirrors handles mirror pods in cluster mode; nil in standalone mode.
+	Mirrors MirrorHandler
+	// Admit decides whether a new pod may run beside the active ones; nil
+	// admits every pod.
+	Admit func(pod *v1.Pod, active []*v1.Pod) (ok bool, reason, message string)
+	// Reject records a pod that was not admitted (its status goes Failed).
+	Reject func(pod *v1.Pod, reason, message string)
+	// StatusChanged asks for a pod's status to be written again (a new
+	// mirror pod needs its static pod's status at once); may be nil.
+	StatusChanged func(uid types.UID)
+	// CleanupPodCgroups removes the pod cgroups of UIDs not in keep (pods
+	// the kubelet knows or the runtime has); may be nil.
+	CleanupPodCgroups func(keep map[types.UID]bool)
+}
+
+// MirrorHandler deletes mirror pods.
+type MirrorHandler interface {
+	Delete(ctx context.Context, mirror *v1.Pod) error
+	DeleteOrphans(ctx context.Context)
+}
+
+// Dispatcher is the Handler that feeds the pod workers.
+type Dispatcher struct {
+	cfg DispatcherConfig
+	// cleaning holds orphaned pods being stopped in the background, so the
+	// loop never waits for a grace period.
+	mu       sync.Mutex
+	cleaning map[types.UID]bool
+}
+
+var _ Handler = (*Dispatcher)(nil)
+
+// NewDispatcher returns a Dispatcher.
+func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
+	return &Dispatcher{cfg: cfg, cleaning: map[types.UID]bool{}}
+}
+
+// HandlePodUpdate applies a config update to the desired pods and workers.
+func (d *Dispatcher) HandlePodUpdate(ctx context.Context, u sources.PodUpdate) {
+	for _, p := range u.Pods {
+		if podmanager.IsMirror(p) {
+			d.handleMirror(ctx, u.Op, p)
+			continue
+		}
+		switch u.Op {
+		case sources.ADD:
+			if _, known := d.cfg.Pods.Get(p.UID); !known && !d.admit(p) {
+				continue
+			}
+			d.cfg.Pods.AddOrUpdate(p)
+			d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Sync})
+		case sources.UPDATE:
+			if _, known := d.cfg.Pods.Get(p.UID); !known {
+				continue // rejected at admission
+			}
+			d.cfg.Pods.AddOrUpdate(p)
+			d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Sync})
+		case sources.RECONCILE:
+			if _, known := d.cfg.Pods.Get(p.UID); known {
+				d.cfg.Pods.AddOrUpdate(p)
+				// Someone else changed a readiness gate's condition: the
+				// worker needs the pod's new status to recompute Ready.
+				if podstatus.NeedsReadinessSync(p) {
+					d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Sync})
+				}
+			}
+		case sources.DELETE:
+			// Graceful deletion: stop within the pod's deletion grace period;
+			// the status manager deletes the object once it is terminated.
+			if _, known := d.cfg.Pods.Get(p.UID); known {
+				d.cfg.Pods.AddOrUpdate(p)
+			}
+			d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Kill, GracePeriod: p.DeletionGracePeriodSeconds})
+		case sources.REMOVE:
+			d.cfg.Pods.Remove(p)
+			d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Kill, Removed: true})
+		}
+	}
+}
+
+// admit runs node admission for a pod the kubelet has not seen before.
+func (d *Dispatcher) admit(p *v1.Pod) bool {
+	if d.cfg.Admit == nil {
+		return true
+	}
+	states := d.cfg.Workers.States()
+	var active []*v1.Pod
+	for _, other := range d.cfg.Pods.List() {
+		if s, ok := states[other.UID]; ok && s.State != podworkers.Syncing {
+			continue // terminating or terminated pods hold no resources
+		}
+		active = append(active, other)
+	}
+	ok, reason, message := d.cfg.Admit(p, active)
+	if ok {
+		return true
+	}
+	klog.InfoS("Pod rejected at admission", "pod", klog.KObj(p), "podUID", p.UID, "reason", reason, "message", message)
+	if d.cfg.Reject != nil {
+		d.cfg.Reject(p, reason, message)
+	}
+	return false
+}
+
+// handleMirror keeps the mirror index current. A mirror pod being deleted
+// (or gone) is removed now; the next sync of its static pod recreates it.
+func (d *Dispatcher) handleMirror(ctx context.Context, op sources.Operation, mp *v1.Pod) {
+	switch op {
+	case sources.REMOVE:
+		d.cfg.Pods.Remove(mp)
+	default:
+		d.cfg.Pods.AddOrUpdate(mp)
+	}
+	if op == sources.DELETE && d.cfg.Mirrors != nil {
+		if err := d.cfg.Mirrors.Delete(ctx, mp); err != nil {
+			klog.ErrorS(err, "Cannot delete mirror pod", "pod", klog.KObj(mp))
+		}
+	}
+	static, ok := d.cfg.Pods.GetByFullName(mp.Namespace, mp.Name)
+	if !ok {
+		return
+	}
+	switch op {
+	case sources.REMOVE, sources.DELETE:
+		d.cfg.Workers.Sync(static.UID)
+	case sources.ADD:
+		if d.cfg.StatusChanged != nil {
+			d.cfg.StatusChanged(static.UID)
+		}
+	}
+}
+
+// HandlePLEGEvent syncs the pod the event is about.
+func (d *Dispatcher) HandlePLEGEvent(ctx context.Context, e pleg.Event) {
+	if !d.cfg.Workers.Sync(e.ID) {
+		klog.V(4).InfoS("PLEG event for a pod without a worker", "podUID", e.ID, "event", e.Type)
+	}
+}
+
+// HandleSyncTick syncs pods whose resync or back-off time has come.
+func (d *Dispatcher) HandleSyncTick(ctx context.Context) { d.cfg.Workers.SyncDue() }
+
+// HandleHousekeeping forgets finished workers, stops pods the runtime runs
+// that no source wants, and removes their leftover directories.
+func (d *Dispatcher) HandleHousekeeping(ctx context.Context) {
+	if d.cfg.OnHousekeeping != nil {
+		d.cfg.OnHousekeeping(ctx)
+	}
+	states := d.cfg.Workers.States()
+	for uid, s := range states {
+		if _, wanted := d.cfg.Pods.Get(uid); !wanted && s.State == podworkers.Terminated && s.Cleaned {
+			d.cfg.Workers.Forget(uid)
+			delete(states, uid)
+		}
+	}
+	if d.cfg.SourcesReady != nil && !d.cfg.SourcesReady() {
+		return
+	}
+	if d.cfg.Mirrors != nil {
+		d.cfg.Mirrors.DeleteOrphans(ctx)
+	}
+	running, err := d.cfg.Runtime.GetPods(ctx, true)
+	if err != nil {
+		klog.ErrorS(err, "Housekeeping: cannot list pods from the runtime")
+		return
+	}
+	known := map[types.UID]bool{}
+	for _, p := range d.cfg.Pods.List() {
+		known[p.UID] = true
+	}
+	for uid := range states {
+		known[uid] = true
+	}
+	for _, rp := range running {
+		if known[rp.UID] {
+			continue
+		}
+		d.mu.Lock()
+		busy := d.cleaning[rp.UID]
+		d.cleaning[rp.UID] = true
+		d.mu.Unlock()
+		if !busy {
+			go d.cleanupOrphan(ctx, rp)
+		}
+	}
+	onRuntime := map[types.UID]bool{}
+	for _, rp := range running {
+		onRuntime[rp.UID] = true
+	}
+	keep := map[types.UID]bool{}
+	for uid := range known {
+		keep[uid] = true
+	}
+	for uid := range onRuntime {
+		keep[uid] = true
+	}
+	if d.cfg.CleanupPodCgroups != nil {
+		d.cfg.CleanupPodCgroups(keep)
+	}
+	for _, dir := range d.cfg.Runtime.OrphanedPodDirs(keep) {
+		klog.V(2).InfoS("Removing orphaned pod directory", "path", dir)
+		if err := os.RemoveAll(dir); err != nil {
+			klog.ErrorS(err, "Cannot remove orphaned pod directory", "path", dir)
+		}
+	}
+}
+
+// cleanupOrphan stops and removes a pod no source wants (for example one
+// whose manifest was deleted while the kubelet was down).
+func (d *Dispatcher) cleanupOrphan(ctx context.Context, rp *kuberuntime.RunningPod) {
+	defer func() {
+		d.mu.Lock()
+		delete(d.cleaning, rp.UID)
+		d.mu.Unlock()
+	}()
+	klog.InfoS("Cleaning up orphaned pod", "pod", klog.KRef(rp.Namespace, rp.Name), "podUID", rp.UID)
+	st, err := d.cfg.Runtime.GetPodStatus(ctx, rp.UID, rp.Name, rp.Namespace)
+	if err != nil {
+		klog.ErrorS(err, "Housekeeping: cannot get status of orphaned pod", "podUID", rp.UID)
+		return
+	}
+	if err := d.cfg.Runtime.KillPod(ctx, nil, st, nil); err != nil {
+		klog.ErrorS(err, "Housekeeping: cannot kill orphaned pod", "podUID", rp.UID)
+		return
+	}
+	if err := d.cfg.Runtime.RemovePod(ctx, st); err != nil {
+		klog.ErrorS(err, "Housekeeping: cannot remove orphaned pod", "podUID", rp.UID)
+	}
+}

@@ -1,0 +1,435 @@
+package kuberuntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/backoff"
+	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
+)
+
+// Waiting reasons upstream reports for containers that could not start.
+const (
+	ReasonCrashLoopBackOff     = "CrashLoopBackOff"
+	ReasonCreateConfigError    = "CreateContainerConfigError"
+	ReasonCreateContainerError = "CreateContainerError"
+	ReasonRunContainerError    = "RunContainerError"
+	ReasonPreStartHookError    = "PreStartHookError"
+	ReasonPostStartHookError   = "PostStartHookError"
+	ReasonContainerCreating    = "ContainerCreating"
+	ReasonPodInitializing      = "PodInitializing"
+)
+
+// MinGracePeriod is the shortest grace period a container is given to stop.
+const MinGracePeriod int64 = 2
+
+// Config is what a Manager needs.
+type Config struct {
+	Runtime runtimeapi.RuntimeServiceClient // required
+	Images  *ImagePuller                    // required
+	Clock   clock.Clock                     // required
+	// Recorder receives container and sandbox events. Required.
+	Recorder events.Recorder
+	// Spec holds what criconfig needs to render sandbox and container configs.
+	Spec criconfig.Options
+	// PodsDir is <root-dir>/pods, for per-pod files (etc-hosts, termination logs).
+	PodsDir string
+	// ContainerLogsDir holds the /var/log/containers symlinks; "" disables them.
+	ContainerLogsDir string
+	// DeadContainerMinAge: PruneContainers keeps dead instances younger
+	// than this (--minimum-container-ttl-duration).
+	DeadContainerMinAge time.Duration
+	// CleanLogs removes a dead container's log files before it is removed
+	// (the log manager's Clean); nil removes them directly.
+	CleanLogs func(ctx context.Context, containerID string) error
+	// Mounts computes extra mounts for a container (volumes); may be nil.
+	Mounts func(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error)
+	// TearDownVolumes unmounts what Mounts mounted for a pod (tmpfs
+	// emptyDirs) before its directory is removed; may be nil.
+	TearDownVolumes func(uid string) error
+	// RunHook runs a postStart or preStop handler within timeout; nil
+	// means lifecycle hooks are not run.
+	RunHook func(ctx context.Context, h *v1.LifecycleHandler, c *v1.Container, containerID, podIP string, timeout time.Duration) error
+	// Credentials supplies registry credentials; may be nil.
+	Credentials PullCredentials
+	// HostIPs are the node addresses for status.hostIP(s) env vars.
+	HostIPs []string
+	// RuntimeHandler for RunPodSandbox (runtimeClassName); may be "".
+	RuntimeHandler string
+	// PodCgroups creates each pod's cgroup before its sandbox (the
+	// sandbox's cgroup parent) and removes it with the pod; nil leaves the
+	// cgroup parent as Spec.CgroupParent says.
+	PodCgroups PodCgroups
+}
+
+// PodCgroups is what the runtime manager needs of the container manager.
+type PodCgroups interface {
+	// EnsurePod creates the pod's cgroup when missing and returns the
+	// cgroup parent for its sandbox.
+	EnsurePod(pod *v1.Pod) (string, error)
+	// RemovePod removes the pod's cgroup.
+	RemovePod(uid types.UID) error
+}
+
+// Manager acts on the runtime for pods. It is safe for concurrent use on
+// different pods; callers never sync one pod twice at once.
+type Manager struct {
+	cfg     Config
+	crash   *backoff.Backoff
+	puller  *ImagePuller
+	runtime runtimeapi.RuntimeServiceClient
+}
+
+// NewManager returns a Manager.
+func NewManager(cfg Config) *Manager {
+	return &Manager{cfg: cfg, crash: backoff.New(10*time.Second, 300*time.Second, cfg.Clock), puller: cfg.Images, runtime: cfg.Runtime}
+}
+
+// ContainerFailure is why a container could not be started in a sync; the
+// status manager shows it as the container's waiting reason.
+type ContainerFailure struct {
+	Reason  string
+	Message string
+}
+
+// SyncResult is what one SyncPod did.
+type SyncResult struct {
+	// Changed is true when anything was created, started or killed.
+	Changed bool
+	// Failures by container name (init and app containers).
+	Failures map[string]ContainerFailure
+	// Started names the containers started by this sync.
+	Started []string
+	// RequeueAfter, when positive, is when the pod should be synced again
+	// (the earliest back-off expiry).
+	RequeueAfter time.Duration
+	// Err is the first error that stopped the sync.
+	Err error
+}
+
+func (r *SyncResult) fail(name, reason, msg string) {
+	if r.Failures == nil {
+		r.Failures = map[string]ContainerFailure{}
+	}
+	r.Failures[name] = ContainerFailure{Reason: reason, Message: msg}
+	if r.Err == nil {
+		r.Err = fmt.Errorf("container %q: %s: %s", name, reason, msg)
+	}
+}
+
+func (r *SyncResult) requeue(d time.Duration) {
+	if d > 0 && (r.RequeueAfter == 0 || d < r.RequeueAfter) {
+		r.RequeueAfter = d
+	}
+}
+
+// SyncPod brings the runtime in line with pod, given st from GetPodStatus
+// and the running containers whose liveness or startup probe failed.
+func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, unhealthy map[string]Unhealthy) SyncResult {
+	var res SyncResult
+	actions := ComputePodActions(pod, st, unhealthy)
+	klog.V(4).InfoS("Computed pod actions", "pod", klog.KObj(pod), "actions", actions)
+	if actions.Empty() {
+		return res
+	}
+	res.Changed = true
+	if actions.KillPod {
+		if actions.CreateSandbox && len(st.Sandboxes) > 0 {
+			m.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.SandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
+		}
+		if err := m.KillPod(ctx, pod, st, nil); err != nil {
+			res.Err = err
+			return res
+		}
+		if !actions.CreateSandbox {
+			return res
+		}
+	}
+	for _, k := range actions.ContainersToKill {
+		if err := m.killContainer(ctx, pod, k.ID, k.Name, k.Message, firstIP(st), k.GracePeriod); err != nil {
+			res.Err = err
+			return res
+		}
+	}
+
+	sandboxID := actions.SandboxID
+	spec := m.cfg.Spec
+	if m.cfg.PodCgroups != nil {
+		parent, err := m.cfg.PodCgroups.EnsurePod(pod)
+		if err != nil {
+			res.Err = fmt.Errorf("failed to ensure that the pod: %v cgroups exist and are correctly applied: %w", pod.UID, err)
+			return res
+		}
+		spec.CgroupParent = parent
+	}
+	sandboxConfig, warnings, err := criconfig.SandboxConfig(pod, actions.Attempt, spec)
+	if err != nil {
+		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedCreatePodSbx, "Failed to generate sandbox config for pod %q: %v", pod.Name, err)
+		res.Err = fmt.Errorf("generate sandbox config: %w", err)
+		return res
+	}
+	podIPs := st.IPs
+	if actions.CreateSandbox {
+		if missing := UnsupportedFeatures(pod); len(missing) > 0 && actions.Attempt == 0 {
+			m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Unsupported,
+				"This kubelet does not implement %s yet; the pod runs without them", strings.Join(missing, ", "))
+		}
+		for _, w := range warnings {
+			m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, w.Reason, "%s", w.Message)
+		}
+		sandboxID, podIPs, err = m.createSandbox(ctx, pod, sandboxConfig)
+		if err != nil {
+			res.Err = err
+			return res
+		}
+	}
+
+	for _, i := range actions.InitContainersToStart {
+		c := &pod.Spec.InitContainers[i]
+		m.startContainer(ctx, &res, pod, st, c, sandboxID, sandboxConfig, podIPs)
+		if !isRestartableInit(c) {
+			// Regular init containers run one at a time: the next sync
+			// (woken by its exit) starts the one after.
+			return res
+		}
+	}
+	for _, i := range actions.ContainersToStart {
+		m.startContainer(ctx, &res, pod, st, &pod.Spec.Containers[i], sandboxID, sandboxConfig, podIPs)
+	}
+	return res
+}
+
+func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig) (string, []string, error) {
+	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
+		return "", nil, fmt.Errorf("create pod log directory %s: %w", cfg.LogDirectory, err)
+	}
+	resp, err := m.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: m.cfg.RuntimeHandler})
+	if err != nil {
+		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedCreatePodSbx, "Failed to create pod sandbox: %v", err)
+		return "", nil, fmt.Errorf("create pod sandbox: %w", err)
+	}
+	id := resp.PodSandboxId
+	st, err := m.runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+	if err != nil {
+		return "", nil, fmt.Errorf("status of new sandbox %s: %w", id, err)
+	}
+	var ips []string
+	if ip := st.GetStatus().GetNetwork().GetIp(); ip != "" {
+		ips = append(ips, ip)
+	}
+	for _, extra := range st.GetStatus().GetNetwork().GetAdditionalIps() {
+		ips = append(ips, extra.GetIp())
+	}
+	klog.V(2).InfoS("Created pod sandbox", "pod", klog.KObj(pod), "sandboxID", id, "podIPs", ips)
+	return id, ips, nil
+}
+
+// crashKey identifies a container for crash-loop back-off.
+func crashKey(pod *v1.Pod, c *v1.Container) string {
+	return fmt.Sprintf("%s_%s_%s_%s_%d", pod.Name, pod.Namespace, pod.UID, c.Name, criconfig.ContainerHash(c))
+}
+
+// startContainer starts one container, recording any failure in res. It
+// returns whether the container was started.
+func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.Pod, st *PodStatus, c *v1.Container, sandboxID string, sandboxConfig *runtimeapi.PodSandboxConfig, podIPs []string) bool {
+	prev := st.FindContainer(c.Name)
+	restartCount := 0
+	if prev != nil {
+		restartCount = prev.RestartCount + 1
+		if prev.State == StateExited {
+			key := crashKey(pod, c)
+			finished := prev.FinishedAt
+			if left := m.crash.Remaining(key, finished); left > 0 {
+				msg := fmt.Sprintf("back-off %v restarting failed container=%s pod=%s(%s)", m.crash.Delay(key), c.Name, pod.Name, pod.UID)
+				m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.BackOff, "Back-off restarting failed container %s in pod %s(%s)", c.Name, pod.Name, pod.UID)
+				res.fail(c.Name, ReasonCrashLoopBackOff, msg)
+				res.requeue(left)
+				return false
+			}
+			m.crash.Next(key, finished)
+		}
+	}
+
+	var creds []*runtimeapi.AuthConfig
+	if m.cfg.Credentials != nil {
+		creds = m.cfg.Credentials(ctx, pod, c.Image)
+	}
+	imageRef, err := m.puller.EnsureImage(ctx, pod, c, sandboxConfig, creds)
+	if err != nil {
+		reason, msg := splitReason(err)
+		res.fail(c.Name, reason, msg)
+		if errors.Is(err, ErrImagePull) {
+			// Report the back-off state soon after a fresh failure, as
+			// upstream's retry of a failed sync does, then retry at expiry.
+			res.requeue(time.Second)
+		}
+		res.requeue(m.puller.RetryAfter(pod, c.Image))
+		return false
+	}
+
+	imageUID, imageUsername, err := m.imageUser(ctx, imageRef)
+	if err != nil {
+		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Error: %v", err)
+		res.fail(c.Name, ReasonCreateConfigError, err.Error())
+		return false
+	}
+	mounts, err := m.containerMounts(pod, c, podIPs)
+	if err != nil {
+		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Error: %v", err)
+		res.fail(c.Name, ReasonCreateConfigError, err.Error())
+		return false
+	}
+	cfg, err := criconfig.ContainerConfig(ctx, criconfig.ContainerInputs{
+		Pod: pod, Container: c, RestartCount: restartCount, PodIPs: podIPs, HostIPs: m.hostIPs(),
+		ImageRef: imageRef, ImageUID: imageUID, ImageUsername: imageUsername, Mounts: mounts, SandboxConfig: sandboxConfig,
+	}, m.cfg.Spec)
+	if err != nil {
+		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Error: %v", err)
+		res.fail(c.Name, ReasonCreateConfigError, err.Error())
+		return false
+	}
+	created, err := m.runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: cfg, SandboxConfig: sandboxConfig})
+	if err != nil {
+		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Error: %v", err)
+		res.fail(c.Name, ReasonCreateContainerError, err.Error())
+		return false
+	}
+	id := created.ContainerId
+	m.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Created, "Created container: %s", c.Name)
+	if _, err := m.runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
+		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Error: %v", err)
+		res.fail(c.Name, ReasonRunContainerError, err.Error())
+		return false
+	}
+	m.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Started, "Started container %s", c.Name)
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil && m.cfg.RunHook != nil {
+		podIP := ""
+		if len(podIPs) > 0 {
+			podIP = podIPs[0]
+		}
+		if err := m.cfg.RunHook(ctx, c.Lifecycle.PostStart, c, id, podIP, time.Duration(GracePeriod(pod, nil))*time.Second); err != nil {
+			msg := fmt.Sprintf("PostStartHook failed: %v", err)
+			m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedPostStartHook, "%s", msg)
+			// As upstream: a container whose postStart hook failed is killed.
+			if kerr := m.killContainer(ctx, pod, id, c.Name, "FailedPostStartHook", podIP, nil); kerr != nil {
+				klog.ErrorS(kerr, "Cannot kill container after its postStart hook failed", "pod", klog.KObj(pod), "container", c.Name)
+			}
+			res.fail(c.Name, ReasonPostStartHookError, msg)
+			return false
+		}
+	}
+	res.Started = append(res.Started, c.Name)
+	m.linkContainerLog(pod, c.Name, id, filepath.Join(sandboxConfig.LogDirectory, cfg.LogPath))
+	klog.V(2).InfoS("Started container", "pod", klog.KObj(pod), "container", c.Name, "containerID", id, "restartCount", restartCount)
+	return true
+}
+
+// splitReason turns an image error into the waiting reason and message.
+func splitReason(err error) (string, string) {
+	for _, e := range []error{ErrImagePullBack, ErrImageNeverPull, ErrInvalidImage, ErrImageInspect, ErrImagePull} {
+		if errors.Is(err, e) {
+			msg := err.Error()
+			prefix := e.Error() + ": "
+			if len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
+				msg = msg[len(prefix):]
+			}
+			return e.Error(), msg
+		}
+	}
+	return ReasonCreateContainerError, err.Error()
+}
+
+func (m *Manager) hostIPs() []string {
+	return m.cfg.HostIPs
+}
+
+// PodDir is where the kubelet keeps a pod's files.
+func (m *Manager) PodDir(uid types.UID) string { return filepath.Join(m.cfg.PodsDir, string(uid)) }
+
+// containerMounts writes the per-container files the kubelet manages and
+// returns their mounts plus the volume mounts.
+func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.Mount, error) {
+	var mounts []*runtimeapi.Mount
+	if m.cfg.Mounts != nil {
+		vm, err := m.cfg.Mounts(pod, c)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, vm...)
+	}
+	podDir := m.PodDir(pod.UID)
+	if (pod.Spec.HostNetwork || len(podIPs) > 0) && !hasMountAt(mounts, "/etc/hosts") {
+		hosts := filepath.Join(podDir, "etc-hosts")
+		content, err := criconfig.HostsFile(pod, podIPs, m.cfg.Spec)
+		if err != nil {
+			return nil, fmt.Errorf("render hosts file: %w", err)
+		}
+		if err := writeFileAtomic(hosts, content, 0o644); err != nil {
+			return nil, fmt.Errorf("write hosts file: %w", err)
+		}
+		mounts = append(mounts, &runtimeapi.Mount{HostPath: hosts, ContainerPath: "/etc/hosts"})
+	}
+	if c.TerminationMessagePath != "" && !hasMountAt(mounts, c.TerminationMessagePath) {
+		dir := filepath.Join(podDir, "containers", c.Name)
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("create container dir: %w", err)
+		}
+		f, err := os.CreateTemp(dir, "termlog-")
+		if err != nil {
+			return nil, fmt.Errorf("create termination log: %w", err)
+		}
+		f.Close()
+		if err := os.Chmod(f.Name(), 0o666); err != nil {
+			return nil, fmt.Errorf("chmod termination log: %w", err)
+		}
+		mounts = append(mounts, &runtimeapi.Mount{HostPath: f.Name(), ContainerPath: c.TerminationMessagePath})
+	}
+	return mounts, nil
+}
+
+func hasMountAt(mounts []*runtimeapi.Mount, path string) bool {
+	for _, mnt := range mounts {
+		if mnt.ContainerPath == path {
+			return true
+		}
+	}
+	return false
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// linkContainerLog keeps the legacy /var/log/containers symlink that log
+// shippers read: <pod>_<namespace>_<container>-<id>.log.
+func (m *Manager) linkContainerLog(pod *v1.Pod, name, id, target string) {
+	if m.cfg.ContainerLogsDir == "" {
+		return
+	}
+	link := filepath.Join(m.cfg.ContainerLogsDir, fmt.Sprintf("%s_%s_%s-%s.log", pod.Name, pod.Namespace, name, id))
+	if err := os.MkdirAll(m.cfg.ContainerLogsDir, 0o755); err == nil {
+		err = os.Symlink(target, link)
+		if err != nil && !os.IsExist(err) {
+			klog.V(3).InfoS("Cannot link container log", "link", link, "err", err)
+		}
+	}
+}

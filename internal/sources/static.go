@@ -1,0 +1,219 @@
+package sources
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podspec"
+)
+
+// staticOrigin says where static pods came from and who reads them.
+type staticOrigin struct {
+	NodeName string
+	// Source is FileSource or HTTPSource.
+	Source string
+	// Location is the manifest file path or the URL.
+	Location string
+	// Now stamps the config.seen annotation.
+	Now time.Time
+}
+
+// parseStaticPods decodes data and gives every pod in it its static pod
+// identity. It is all or nothing: one bad pod fails the whole input.
+func parseStaticPods(data []byte, o staticOrigin) ([]*v1.Pod, error) {
+	pods, err := decodePods(data)
+	if err != nil {
+		return nil, err
+	}
+	for _, pod := range pods {
+		name := pod.Name
+		if err := prepareStaticPod(pod, o); err != nil {
+			if name == "" {
+				return nil, err
+			}
+			return nil, fmt.Errorf("pod %q: %w", name, err)
+		}
+	}
+	return pods, nil
+}
+
+// prepareStaticPod turns a pod as read from a manifest into the pod the
+// kubelet runs: a stable UID, a node-unique name, the node binding, the
+// kubelet's annotations, API defaults, and validation the API server would
+// otherwise have done. It mutates pod in place.
+func prepareStaticPod(pod *v1.Pod, o staticOrigin) error {
+	if pod.Name == "" {
+		return errors.New("invalid pod: metadata.name is required")
+	}
+	if pod.UID == "" {
+		uid, err := staticPodUID(pod, o)
+		if err != nil {
+			return err
+		}
+		pod.UID = uid
+	}
+	pod.Name = staticPodName(pod.Name, o.NodeName)
+	if pod.Namespace == "" {
+		pod.Namespace = metav1.NamespaceDefault
+	}
+	pod.Spec.NodeName = o.NodeName
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[ConfigHashAnnotationKey] = string(pod.UID)
+	pod.Annotations[ConfigSourceAnnotationKey] = o.Source
+	pod.Annotations[ConfigFirstSeenAnnotationKey] = o.Now.Format(time.RFC3339Nano)
+	if o.Source == FileSource {
+		// Like upstream, only file pods get this toleration, so node
+		// problems (NoExecute taints) do not reject or evict them.
+		addOrUpdateToleration(&pod.Spec, v1.Toleration{
+			Operator: v1.TolerationOpExists,
+			Effect:   v1.TaintEffectNoExecute,
+		})
+	}
+	pod.Status.Phase = v1.PodPending
+
+	podspec.SetDefaults(pod)
+	if errs := podspec.Validate(pod); len(errs) > 0 {
+		return fmt.Errorf("invalid pod: %w", errs.ToAggregate())
+	}
+	if resource := apiObjectReference(pod); resource != "" {
+		return fmt.Errorf("static pods may not reference %s", resource)
+	}
+	return nil
+}
+
+// staticPodName makes a pod name unique among nodes.
+func staticPodName(name, nodeName string) string {
+	return name + "-" + strings.ToLower(nodeName)
+}
+
+// staticPodUID hashes the pod as read together with the node and the
+// manifest location, so the same manifest keeps its UID across restarts
+// while the same content at another path or on another node does not
+// collide. Go's JSON encoding is deterministic (sorted map keys).
+func staticPodUID(pod *v1.Pod, o staticOrigin) (types.UID, error) {
+	data, err := json.Marshal(pod)
+	if err != nil {
+		return "", fmt.Errorf("hashing pod %q: %w", pod.Name, err)
+	}
+	h := fnv.New128a()
+	fmt.Fprintf(h, "host:%s\n", o.NodeName)
+	fmt.Fprintf(h, "%s:%s\n", o.Source, o.Location)
+	h.Write(data)
+	return types.UID(hex.EncodeToString(h.Sum(nil))), nil
+}
+
+// addOrUpdateToleration adds t, replacing a toleration that matches it on
+// key, operator, value and effect (dropping, say, its tolerationSeconds).
+func addOrUpdateToleration(spec *v1.PodSpec, t v1.Toleration) {
+	for i := range spec.Tolerations {
+		if spec.Tolerations[i].MatchToleration(&t) {
+			spec.Tolerations[i] = t
+			return
+		}
+	}
+	spec.Tolerations = append(spec.Tolerations, t)
+}
+
+// apiObjectReference returns the kind of API object the pod refers to, or
+// "" when it refers to none. Static pods run without the API server's
+// authorization of such references, so the kubelet refuses them.
+func apiObjectReference(pod *v1.Pod) string {
+	spec := &pod.Spec
+	if spec.ServiceAccountName != "" || spec.DeprecatedServiceAccount != "" {
+		return "serviceaccounts"
+	}
+	if len(spec.ImagePullSecrets) > 0 {
+		return "secrets (via imagePullSecrets)"
+	}
+	var envs []v1.EnvVar
+	var envFroms []v1.EnvFromSource
+	for _, c := range spec.InitContainers {
+		envs, envFroms = append(envs, c.Env...), append(envFroms, c.EnvFrom...)
+	}
+	for _, c := range spec.Containers {
+		envs, envFroms = append(envs, c.Env...), append(envFroms, c.EnvFrom...)
+	}
+	for _, c := range spec.EphemeralContainers {
+		envs, envFroms = append(envs, c.Env...), append(envFroms, c.EnvFrom...)
+	}
+	for _, e := range envs {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			return "secrets (via env)"
+		}
+		if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+			return "configmaps (via env)"
+		}
+	}
+	for _, e := range envFroms {
+		if e.SecretRef != nil {
+			return "secrets (via envFrom)"
+		}
+		if e.ConfigMapRef != nil {
+			return "configmaps (via envFrom)"
+		}
+	}
+	if len(spec.ResourceClaims) > 0 {
+		return "resourceclaims"
+	}
+	for i := range spec.Volumes {
+		if r := volumeAPIReference(&spec.Volumes[i].VolumeSource); r != "" {
+			return r
+		}
+	}
+	return ""
+}
+
+// volumeAPIReference returns the API object kind a volume source needs.
+func volumeAPIReference(v *v1.VolumeSource) string {
+	switch {
+	case v.Secret != nil:
+		return "secrets (via secret volumes)"
+	case v.ConfigMap != nil:
+		return "configmaps (via configmap volumes)"
+	case v.AzureFile != nil:
+		return "secrets (via azureFile volumes)"
+	case v.CephFS != nil && v.CephFS.SecretRef != nil,
+		v.Cinder != nil && v.Cinder.SecretRef != nil,
+		v.FlexVolume != nil && v.FlexVolume.SecretRef != nil,
+		v.ISCSI != nil && v.ISCSI.SecretRef != nil,
+		v.RBD != nil && v.RBD.SecretRef != nil,
+		v.ScaleIO != nil && v.ScaleIO.SecretRef != nil,
+		v.StorageOS != nil && v.StorageOS.SecretRef != nil:
+		return "secrets (via volume secretRef)"
+	case v.CSI != nil:
+		return "csidrivers (via CSI volumes)"
+	case v.Glusterfs != nil:
+		return "endpoints (via glusterFS volumes)"
+	case v.PersistentVolumeClaim != nil:
+		return "persistentvolumeclaims"
+	case v.Ephemeral != nil:
+		return "persistentvolumeclaims (via ephemeral volumes)"
+	case v.Projected != nil:
+		for _, s := range v.Projected.Sources {
+			switch {
+			case s.Secret != nil:
+				return "secrets (via projected volumes)"
+			case s.ConfigMap != nil:
+				return "configmaps (via projected volumes)"
+			case s.ServiceAccountToken != nil:
+				return "serviceaccounts (via projected volumes)"
+			case s.ClusterTrustBundle != nil:
+				return "clustertrustbundles"
+			case s.PodCertificate != nil:
+				return "podcertificates"
+			}
+		}
+	}
+	return ""
+}

@@ -1,7 +1,0 @@
-// Package status owns the pod statuses the kubelet reports: the latest
-// status of every pod it runs, kept for readers (the HTTP API) and, in
-// cluster mode, sent to the API server.
-//
-// Invariants: a stored status never moves a pod out of a terminal phase;
-// readers get copies, never the stored value.
-package status
