@@ -125,4 +125,3 @@ func isZombie(pid int) bool {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
-
