@@ -252,8 +252,8 @@ func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.P
 			key := crashKey(pod, c)
 			finished := prev.FinishedAt
 			if left := m.crash.Remaining(key, finished); left > 0 {
-				msg := fmt.Sprintf("back-off %v restarting failed container=%s pod=%s(%s)", m.crash.Delay(key), c.Name, pod.Name, pod.UID)
-				m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.BackOff, "Back-off restarting failed container %s in pod %s(%s)", c.Name, pod.Name, pod.UID)
+				msg := fmt.Sprintf("back-off %v restarting failed container=%s pod=%s", m.crash.Delay(key), c.Name, criconfig.PodDesc(pod))
+				m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.BackOff, "Back-off restarting failed container %s in pod %s", c.Name, criconfig.PodDesc(pod))
 				res.fail(c.Name, ReasonCrashLoopBackOff, msg)
 				res.requeue(left)
 				return false
