@@ -83,7 +83,10 @@ type PullCredentials func(ctx context.Context, pod *v1.Pod, image string) []*run
 func (p *ImagePuller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig, creds []*runtimeapi.AuthConfig) (string, error) {
 	image := c.Image
 	if image == "" || strings.TrimSpace(image) != image {
-		return "", fmt.Errorf("%w: Failed to apply default image tag %q", ErrInvalidImage, image)
+		// As upstream, which fails the same names while parsing them.
+		msg := fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: invalid reference format", image, image)
+		p.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.InspectFailed, "%s", msg)
+		return "", fmt.Errorf("%w: %s", ErrInvalidImage, msg)
 	}
 	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}
 	present, err := p.cfg.Images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec})
@@ -151,11 +154,13 @@ func (p *ImagePuller) RetryAfter(pod *v1.Pod, image string) time.Duration {
 
 func (p *ImagePuller) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, sandbox *runtimeapi.PodSandboxConfig, creds []*runtimeapi.AuthConfig) (string, error) {
 	image := spec.Image
+	p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Pulling, "Pulling image %q", image)
 	if p.limiter != nil && !p.limiter.TryAccept() {
+		// As upstream, whose throttled image service fails the pull after
+		// the Pulling event.
 		p.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Failed to pull image %q: %v", image, ErrPullQPS)
 		return "", fmt.Errorf("%w: %w", ErrImagePull, ErrPullQPS)
 	}
-	p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Pulling, "Pulling image %q", image)
 	queued := p.cfg.Clock.Now()
 	if p.slots != nil {
 		select {

@@ -64,6 +64,16 @@ func TestImagePuller(t *testing.T) {
 			want: []pullWant{pullFailed, pullFailed, backOff, pullFailed, backOff, backOff}},
 		{name: "image present and qps>0, pull", image: "present_image", policy: v1.PullAlways, present: []string{"present_image"},
 			qps: 400, burst: 600, want: []pullWant{pulled, pulled, pulled}},
+		{name: "pull QPS exceeded: ErrImagePull without a pull, then back-off", image: "present_image", policy: v1.PullAlways,
+			qps: 0.01, burst: 1,
+			want: []pullWant{
+				pulled,
+				{calls: []string{"ImageStatus"}, err: ErrImagePull, events: []string{"Pulling", "Failed"}},
+				{calls: []string{"ImageStatus"}, err: ErrImagePull, events: []string{"Pulling", "Failed"}},
+				{calls: []string{"ImageStatus"}, err: ErrImagePullBack, events: []string{"BackOff"}},
+			}},
+		{name: "invalid image name, no pull", image: " busybox", policy: v1.PullAlways,
+			want: []pullWant{{err: ErrInvalidImage, events: []string{"InspectFailed"}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
