@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
@@ -136,4 +137,14 @@ func addInit(p *v1.Pod, sidecar bool, names ...string) *v1.Pod {
 		p.Spec.InitContainers = append(p.Spec.InitContainers, c)
 	}
 	return p
+}
+
+// containerMounts are the mounts the container was created with.
+func (e *env) containerMounts(id string) []*runtimeapi.Mount {
+	e.cri.Runtime.Lock()
+	defer e.cri.Runtime.Unlock()
+	if c, ok := e.cri.Runtime.Containers[id]; ok {
+		return c.Mounts
+	}
+	return nil
 }

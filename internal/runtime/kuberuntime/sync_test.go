@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -506,20 +504,5 @@ func stops(e *env) []stop {
 	for _, s := range e.cri.Stops() {
 		out = append(out, stop{s.ID, s.Timeout})
 	}
-	return out
-}
-
-// podFiles lists the files below the pod's directory, relative to it.
-func podFiles(t *testing.T, e *env, pod *v1.Pod) []string {
-	t.Helper()
-	var out []string
-	root := e.m.PodDir(pod.UID)
-	filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
-		if err == nil && !info.IsDir() {
-			rel, _ := filepath.Rel(root, path)
-			out = append(out, rel)
-		}
-		return nil
-	})
 	return out
 }
