@@ -178,6 +178,11 @@ func SandboxID(name, namespace, uid string, attempt uint32) string {
 	return apitest.BuildSandboxName(&runtimeapi.PodSandboxMetadata{Name: name, Namespace: namespace, Uid: uid, Attempt: attempt})
 }
 
+var (
+	_ runtimeapi.RuntimeServiceServer = (*runtimeServer)(nil)
+	_ runtimeapi.ImageServiceServer   = (*imageServer)(nil)
+)
+
 type runtimeServer struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
 	s *Server
