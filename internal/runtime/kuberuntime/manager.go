@@ -176,7 +176,8 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, unhea
 	}
 	sandboxConfig, warnings, err := criconfig.SandboxConfig(pod, actions.Attempt, spec)
 	if err != nil {
-		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedCreatePodSbx, "Failed to generate sandbox config for pod %q: %v", pod.Name, err)
+		// As upstream, whose createPodSandbox fails with the config error.
+		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedCreatePodSbx, "Failed to create pod sandbox: %v", err)
 		res.Err = fmt.Errorf("generate sandbox config: %w", err)
 		return res
 	}

@@ -399,7 +399,9 @@ func TestSyncPod(t *testing.T) {
 			},
 		},
 		{
-			name: "a sandbox config that cannot be made: FailedCreatePodSandBox",
+			// Upstream's createPodSandbox fails with the config error and
+			// SyncPod records it as "Failed to create pod sandbox: <err>".
+			name: "a sandbox config that cannot be made: FailedCreatePodSandBox, as upstream",
 			pod: func() *v1.Pod {
 				p := newPod("foo1")
 				p.Spec.Hostname = "Not_A_DNS_Label"
@@ -411,7 +413,7 @@ func TestSyncPod(t *testing.T) {
 			},
 			check: func(t *testing.T, e *env, pod *v1.Pod) {
 				evs := e.events()
-				if len(evs) != 1 || !strings.HasPrefix(evs[0], `Warning FailedCreatePodSandBox Failed to generate sandbox config for pod "foo": pod hostname "Not_A_DNS_Label" is not a valid DNS label`) {
+				if len(evs) != 1 || !strings.HasPrefix(evs[0], `Warning FailedCreatePodSandBox Failed to create pod sandbox: pod Hostname "Not_A_DNS_Label" is not a valid DNS label: a lowercase RFC 1123 label`) {
 					t.Errorf("events %q", evs)
 				}
 			},
