@@ -280,6 +280,16 @@ func TestImagePullFailureBacksOff(t *testing.T) {
 	if !strings.Contains(string(log), `reason="Failed" message="Failed to pull image \"localhost:5000/does-not-exist:1\"`) {
 		t.Fatal("no Failed event for the pull")
 	}
+	// The pull is tried again when the 10 s back-off ends, not only once
+	// the back-off entry expires (10 minutes).
+	pulling := `reason="Pulling" message="Pulling image \"localhost:5000/does-not-exist:1\"`
+	framework.Eventually(t, 25*time.Second, 200*time.Millisecond, "a second pull after the back-off", func() (bool, error) {
+		log, err := os.ReadFile(k.LogPath)
+		if n := strings.Count(string(log), pulling); n < 2 {
+			return false, fmt.Errorf("%d pulls so far (%v)", n, err)
+		}
+		return true, nil
+	})
 }
 
 func TestRunOnce(t *testing.T) {

@@ -78,24 +78,46 @@ func TestHousekeepingWaitsForPendingConfig(t *testing.T) {
 }
 
 type fakeWorkers struct {
-	updates []podworkers.Update
-	synced  []types.UID
-	states  map[types.UID]podworkers.PodState
+	updates   []podworkers.Update
+	synced    []types.UID
+	states    map[types.UID]podworkers.PodState
+	known     map[types.UID]bool // Sync's answer; nil answers true
+	due       int
+	forgotten []types.UID
 }
 
-func (f *fakeWorkers) UpdatePod(u podworkers.Update)             { f.updates = append(f.updates, u) }
-func (f *fakeWorkers) Sync(uid types.UID) bool                   { f.synced = append(f.synced, uid); return true }
-func (f *fakeWorkers) SyncDue()                                  {}
-func (f *fakeWorkers) States() map[types.UID]podworkers.PodState { return f.states }
-func (f *fakeWorkers) Forget(uid types.UID) bool                 { return true }
+func (f *fakeWorkers) UpdatePod(u podworkers.Update) { f.updates = append(f.updates, u) }
+func (f *fakeWorkers) Sync(uid types.UID) bool {
+	f.synced = append(f.synced, uid)
+	return f.known == nil || f.known[uid]
+}
+func (f *fakeWorkers) SyncDue() { f.due++ }
 
-type fakeMirrors struct{ deleted []string }
+// States returns a copy, as the real workers do.
+func (f *fakeWorkers) States() map[types.UID]podworkers.PodState {
+	out := make(map[types.UID]podworkers.PodState, len(f.states))
+	for uid, s := range f.states {
+		out[uid] = s
+	}
+	return out
+}
+func (f *fakeWorkers) Forget(uid types.UID) bool {
+	f.forgotten = append(f.forgotten, uid)
+	delete(f.states, uid)
+	return true
+}
+
+type fakeMirrors struct {
+	deleted []string
+	err     error
+	orphans int // DeleteOrphans calls
+}
 
 func (f *fakeMirrors) Delete(ctx context.Context, mp *v1.Pod) error {
 	f.deleted = append(f.deleted, mp.Name)
-	return nil
+	return f.err
 }
-func (f *fakeMirrors) DeleteOrphans(ctx context.Context) {}
+func (f *fakeMirrors) DeleteOrphans(ctx context.Context) { f.orphans++ }
 
 type noRuntime struct{}
 
@@ -192,3 +214,43 @@ func TestDispatcherReconcileReadinessGates(t *testing.T) {
 		t.Fatalf("pod manager holds %+v, want the patched status", got.Status.Conditions)
 	}
 }
+
+// Run hands every input to the handler in turn and returns when its
+// context ends.
+func TestRun(t *testing.T) {
+	cfg, pl := make(chan sources.PodUpdate), make(chan pleg.Event)
+	sync, hk := make(chan time.Time), make(chan time.Time)
+	h := &blockingHandler{calls: make(chan string)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { Run(ctx, Channels{Config: cfg, PLEG: pl, Sync: sync, Housekeeping: hk}, h); close(done) }()
+	cfg <- sources.PodUpdate{Op: sources.ADD}
+	if c := <-h.calls; c != "config ADD" {
+		t.Fatalf("handled %q", c)
+	}
+	pl <- pleg.Event{Type: pleg.ContainerStarted}
+	if c := <-h.calls; c != "pleg ContainerStarted" {
+		t.Fatalf("handled %q", c)
+	}
+	hk <- time.Unix(0, 0)
+	if c := <-h.calls; c != "housekeeping" {
+		t.Fatalf("handled %q", c)
+	}
+	cancel()
+	<-done
+	if Iteration(ctx, cfg, pl, sync, hk, h) {
+		t.Fatal("an iteration after the context ended asks for more")
+	}
+}
+
+// blockingHandler reports each call on a channel.
+type blockingHandler struct{ calls chan string }
+
+func (h *blockingHandler) HandlePodUpdate(_ context.Context, u sources.PodUpdate) {
+	h.calls <- "config " + u.Op.String()
+}
+func (h *blockingHandler) HandlePLEGEvent(_ context.Context, e pleg.Event) {
+	h.calls <- "pleg " + string(e.Type)
+}
+func (h *blockingHandler) HandleSyncTick(context.Context)     { h.calls <- "sync" }
+func (h *blockingHandler) HandleHousekeeping(context.Context) { h.calls <- "housekeeping" }

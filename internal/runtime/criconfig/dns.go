@@ -112,7 +112,7 @@ func PodDNSConfig(pod *v1.Pod, o Options) (*runtimeapi.DNSConfig, []Warning, err
 	if mode == dnsCluster && len(o.ClusterDNS) == 0 {
 		warnings = append(warnings, Warning{Reason: ReasonMissingClusterDNS, Message: fmt.Sprintf(
 			"pod: %q. kubelet does not have ClusterDNS IP configured and cannot create Pod using %q policy. Falling back to %q policy.",
-			podDesc(pod), v1.DNSClusterFirst, v1.DNSDefault)})
+			PodDesc(pod), v1.DNSClusterFirst, v1.DNSDefault)})
 		mode = dnsHost
 	}
 	switch mode {
@@ -247,7 +247,7 @@ func fitSearches(searches []string) ([]string, []Warning) {
 		"Search Line limits were exceeded, some search paths have been omitted, the applied search line is: %s", strings.Join(searches, " "))}}
 }
 
-// podDesc formats a pod the way kubelet messages name it: name_namespace(uid).
-func podDesc(pod *v1.Pod) string {
+// PodDesc formats a pod the way kubelet messages name it: name_namespace(uid).
+func PodDesc(pod *v1.Pod) string {
 	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 }

@@ -79,15 +79,15 @@ func VerifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, imageUID *int64, imageUser
 	}
 	if sc.RunAsUser != nil {
 		if *sc.RunAsUser == 0 {
-			return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", podDesc(pod), c.Name)
+			return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", PodDesc(pod), c.Name)
 		}
 		return nil
 	}
 	switch {
 	case imageUID != nil && *imageUID == 0:
-		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podDesc(pod), c.Name)
+		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", PodDesc(pod), c.Name)
 	case imageUID == nil && imageUsername != "":
-		return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", imageUsername, podDesc(pod), c.Name)
+		return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", imageUsername, PodDesc(pod), c.Name)
 	}
 	return nil
 }

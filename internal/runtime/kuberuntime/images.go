@@ -51,14 +51,14 @@ type ImagePuller struct {
 	cfg     ImageConfig
 	backoff *backoff.Backoff
 	mu      sync.Mutex
-	lastErr map[string]string // last pull error per back-off key
+	failed  map[string]pullFailure // the last failed pull per back-off key
 	slots   chan struct{}
 	limiter flowcontrol.RateLimiter
 }
 
 // NewImagePuller returns an ImagePuller.
 func NewImagePuller(cfg ImageConfig) *ImagePuller {
-	p := &ImagePuller{cfg: cfg, backoff: backoff.New(10*time.Second, 300*time.Second, cfg.Clock), lastErr: map[string]string{}}
+	p := &ImagePuller{cfg: cfg, backoff: backoff.New(10*time.Second, 300*time.Second, cfg.Clock), failed: map[string]pullFailure{}}
 	switch {
 	case cfg.SerializePulls:
 		p.slots = make(chan struct{}, 1)
@@ -83,7 +83,10 @@ type PullCredentials func(ctx context.Context, pod *v1.Pod, image string) []*run
 func (p *ImagePuller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig, creds []*runtimeapi.AuthConfig) (string, error) {
 	image := c.Image
 	if image == "" || strings.TrimSpace(image) != image {
-		return "", fmt.Errorf("%w: Failed to apply default image tag %q", ErrInvalidImage, image)
+		// As upstream, which fails the same names while parsing them.
+		msg := fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: invalid reference format", image, image)
+		p.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.InspectFailed, "%s", msg)
+		return "", fmt.Errorf("%w: %s", ErrInvalidImage, msg)
 	}
 	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}
 	present, err := p.cfg.Images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec})
@@ -102,11 +105,11 @@ func (p *ImagePuller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		p.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.ErrImageNeverPull, "%s", msg)
 		return "", fmt.Errorf("%w: %s", ErrImageNeverPull, msg)
 	}
-	key := string(pod.UID) + "/" + image
-	if p.backoff.Remaining(key, p.cfg.Clock.Now()) > 0 {
+	key := pullKey(pod, image)
+	if p.retryAfter(key) > 0 {
 		p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.BackOff, "Back-off pulling image %q", image)
 		p.mu.Lock()
-		last := p.lastErr[key]
+		last := p.failed[key].err
 		p.mu.Unlock()
 		return "", fmt.Errorf("%w: Back-off pulling image %q: %s", ErrImagePullBack, image, last)
 	}
@@ -114,27 +117,50 @@ func (p *ImagePuller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
-		p.backoff.Next(key, p.cfg.Clock.Now())
-		p.lastErr[key] = err.Error()
+		now := p.cfg.Clock.Now()
+		p.backoff.Next(key, now)
+		p.failed[key] = pullFailure{err: err.Error(), at: now}
 		return "", err
 	}
 	p.backoff.Reset(key)
-	delete(p.lastErr, key)
+	delete(p.failed, key)
 	return ref, nil
+}
+
+// pullFailure is the last failed pull of an image for a pod.
+type pullFailure struct {
+	err string
+	at  time.Time
+}
+
+func pullKey(pod *v1.Pod, image string) string { return string(pod.UID) + "/" + image }
+
+// retryAfter is what is left of the back-off since the last failed pull
+// under key, as upstream's IsInBackOffSinceUpdate: zero when none failed.
+func (p *ImagePuller) retryAfter(key string) time.Duration {
+	p.mu.Lock()
+	f, ok := p.failed[key]
+	p.mu.Unlock()
+	if !ok {
+		return 0
+	}
+	return p.backoff.Remaining(key, f.at)
 }
 
 // RetryAfter is how long until a pull of image for pod may be tried again.
 func (p *ImagePuller) RetryAfter(pod *v1.Pod, image string) time.Duration {
-	return p.backoff.Remaining(string(pod.UID)+"/"+image, p.cfg.Clock.Now())
+	return p.retryAfter(pullKey(pod, image))
 }
 
 func (p *ImagePuller) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, sandbox *runtimeapi.PodSandboxConfig, creds []*runtimeapi.AuthConfig) (string, error) {
 	image := spec.Image
+	p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Pulling, "Pulling image %q", image)
 	if p.limiter != nil && !p.limiter.TryAccept() {
+		// As upstream, whose throttled image service fails the pull after
+		// the Pulling event.
 		p.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Failed to pull image %q: %v", image, ErrPullQPS)
 		return "", fmt.Errorf("%w: %w", ErrImagePull, ErrPullQPS)
 	}
-	p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Pulling, "Pulling image %q", image)
 	queued := p.cfg.Clock.Now()
 	if p.slots != nil {
 		select {

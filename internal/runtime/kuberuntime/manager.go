@@ -176,7 +176,8 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, unhea
 	}
 	sandboxConfig, warnings, err := criconfig.SandboxConfig(pod, actions.Attempt, spec)
 	if err != nil {
-		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedCreatePodSbx, "Failed to generate sandbox config for pod %q: %v", pod.Name, err)
+		// As upstream, whose createPodSandbox fails with the config error.
+		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedCreatePodSbx, "Failed to create pod sandbox: %v", err)
 		res.Err = fmt.Errorf("generate sandbox config: %w", err)
 		return res
 	}
@@ -252,8 +253,8 @@ func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.P
 			key := crashKey(pod, c)
 			finished := prev.FinishedAt
 			if left := m.crash.Remaining(key, finished); left > 0 {
-				msg := fmt.Sprintf("back-off %v restarting failed container=%s pod=%s(%s)", m.crash.Delay(key), c.Name, pod.Name, pod.UID)
-				m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.BackOff, "Back-off restarting failed container %s in pod %s(%s)", c.Name, pod.Name, pod.UID)
+				msg := fmt.Sprintf("back-off %v restarting failed container=%s pod=%s", m.crash.Delay(key), c.Name, criconfig.PodDesc(pod))
+				m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.BackOff, "Back-off restarting failed container %s in pod %s", c.Name, criconfig.PodDesc(pod))
 				res.fail(c.Name, ReasonCrashLoopBackOff, msg)
 				res.requeue(left)
 				return false
