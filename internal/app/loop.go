@@ -83,16 +83,7 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 		RootDir: b.flags.RootDirectory, PodLogsDir: cfg.PodLogsDir, Clock: clk,
 		VolumeStatsAggPeriod: cfg.VolumeStatsAggPeriod.Duration,
 	})
-	ec, err := evictionSettings(cfg)
-	if err != nil {
-		return nil, err
-	}
-	ec.Summary, ec.Recorder, ec.Clock, ec.Metrics = statsProvider, b.recorder, clk, b.metrics
-	ec.NodeRef, ec.ImageGC, ec.ContainerGC = nodestatus.NodeRef(b.host.nodeName), p.imageGC, containerGC
-	ec.Killer = eviction.NewKiller(eviction.KillerConfig{Workers: workers, Statuses: p.statuses, Clock: clk})
-	ec.ActivePods = func() []*v1.Pod { return podworkers.Active(p.pods.List(), workers.States()) }
-	ec.DedicatedImageFs = eviction.DedicatedImageFs(b.flags.RootDirectory, b.cri.Image)
-	evictionMgr, err := eviction.New(ec)
+	evictionMgr, err := newEvictionManager(b, p, workers, statsProvider, containerGC)
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +119,21 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 			},
 		},
 	}, nil
+}
+
+// newEvictionManager builds the eviction manager: it reads the stats,
+// reclaims through the GCs and evicts through the pod workers.
+func newEvictionManager(b *base, p *podParts, workers *podworkers.PodWorkers, summary *stats.Provider, containerGC *containergc.GC) (*eviction.Manager, error) {
+	ec, err := evictionSettings(b.cfg)
+	if err != nil {
+		return nil, err
+	}
+	ec.Summary, ec.ImageGC, ec.ContainerGC = summary, p.imageGC, containerGC
+	ec.Killer = eviction.NewKiller(eviction.KillerConfig{Workers: workers, Statuses: p.statuses, Clock: b.clock})
+	ec.ActivePods = func() []*v1.Pod { return podworkers.Active(p.pods.List(), workers.States()) }
+	ec.DedicatedImageFs = eviction.DedicatedImageFs(b.flags.RootDirectory, b.cri.Image)
+	ec.Recorder, ec.NodeRef, ec.Clock, ec.Metrics = b.recorder, nodestatus.NodeRef(b.host.nodeName), b.clock, b.metrics
+	return eviction.New(ec)
 }
 
 // newClusterParts builds the status writer, the node status controller
