@@ -85,13 +85,13 @@ generate_pki() {
   fi
 }
 
-# launch PIDFILE LOG CMD...: start_daemon without our lock descriptors (a
-# daemon inheriting them would hold the locks for its whole life).
+# launch PIDFILE LOG CMD...: start_daemon (which closes our lock
+# descriptors and the caller's) with a line in the log.
 launch() {
   local pidfile=$1 logfile=$2
   shift 2
   echo "=== $(date -Is) starting: $*" >>"$logfile"
-  start_daemon "$pidfile" "$logfile" bash -c 'exec 8>&- 9>&-; exec "$@"' "$(basename "$1")" "$@"
+  start_daemon "$pidfile" "$logfile" "$@"
 }
 
 # stale PIDFILE: the recorded process runs a binary since replaced (rebuilt).

@@ -45,12 +45,17 @@ pid_alive() {
 }
 
 # start_daemon PIDFILE LOG CMD...: starts CMD detached from this shell (own
-# session, stdin closed, output appended to LOG) and records its pid.
+# session, stdin closed, output appended to LOG, every other inherited
+# descriptor closed) and records its pid. A daemon must not inherit its
+# caller's lock files: one started under `flock /tmp/seed-e2e.lock ...`
+# would hold the e2e lock for its whole life and block every later run.
 start_daemon() {
   local pidfile=$1 logfile=$2
   shift 2
   mkdir -p "$(dirname "$pidfile")" "$(dirname "$logfile")"
-  setsid "$@" </dev/null >>"$logfile" 2>&1 &
+  # shellcheck disable=SC2016 # expanded by the inner shell
+  setsid bash -c 'for fd in /proc/self/fd/*; do fd=${fd##*/}; ((fd > 2)) && eval "exec ${fd}>&-" 2>/dev/null; done; exec "$@"' \
+    "$(basename "$1")" "$@" </dev/null >>"$logfile" 2>&1 &
   echo $! >"$pidfile"
 }
 

@@ -1,4 +1,9 @@
-// Package app wires the kubelet together in dependency order and runs it:
-// runtime connection, managers, pod sources, PLEG, the sync loop and the
-// HTTP endpoints. It owns start-up and shutdown, nothing else.
+// Package app builds the kubelet from its options and runs it: it turns
+// the configuration into each component's Config, constructs the
+// components in dependency order (base → node → pods → loop, each stage
+// reading only what earlier ones built), starts them and runs the sync loop.
+//
+// Invariants: app decides nothing about pods or the node; no component is
+// changed after it was constructed, and no closure reads a variable
+// assigned later.
 package app

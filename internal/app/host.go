@@ -4,13 +4,68 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/seed-kubelet/kubelet/internal/app/options"
 )
+
+// hostInfo is what start-up learns about the machine.
+type hostInfo struct {
+	nodeName string
+	ips      []string
+	podsDir  string
+}
+
+// prepareHost checks and prepares the machine: node name, swap, the
+// kubelet's own OOM score and rlimits, its directories and addresses.
+func prepareHost(cfg *kubeletconfig.KubeletConfiguration, flags options.KubeletFlags) (hostInfo, error) {
+	var h hostInfo
+	var err error
+	if h.nodeName, err = options.NodeName(flags.HostnameOverride); err != nil {
+		return h, err
+	}
+	if err := checkSwap(derefBool(cfg.FailSwapOn, true), os.ReadFile); err != nil {
+		return h, err
+	}
+	applyOOMScore(derefInt32(cfg.OOMScoreAdj))
+	applyMaxOpenFiles(cfg.MaxOpenFiles)
+	h.podsDir = filepath.Join(flags.RootDirectory, "pods")
+	for _, dir := range []string{flags.RootDirectory, h.podsDir, cfg.PodLogsDir} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return h, fmt.Errorf("create directory %s: %w", dir, err)
+		}
+	}
+	h.ips, err = nodeIPs(flags.NodeIP, h.nodeName)
+	return h, err
+}
+
+// lockFile takes --lock-file (when set) and, with
+// --exit-on-lock-contention, calls onContention once another process
+// opens it. The returned func releases it.
+func lockFile(flags options.KubeletFlags, onContention func()) (func(), error) {
+	if flags.LockFilePath == "" {
+		return func() {}, nil
+	}
+	klog.InfoS("Acquiring file lock", "path", flags.LockFilePath)
+	lock, err := acquireLock(flags.LockFilePath)
+	if err != nil {
+		return nil, err
+	}
+	if flags.ExitOnLockContention {
+		if err := watchLockContention(flags.LockFilePath, onContention); err != nil {
+			lock.Close()
+			return nil, err
+		}
+	}
+	return func() { lock.Close() }, nil
+}
 
 // applyOOMScore sets the kubelet's own oom_score_adj. Lowering it needs
 // CAP_SYS_RESOURCE; without it the kubelet logs and goes on (fail soft).

@@ -1,7 +1,8 @@
-// Package metrics owns the kubelet's own Prometheus metrics, named and
-// labelled like upstream's kubelet_* families so existing dashboards and
-// alerts keep working, and the registry /metrics serves them from.
+// Package metrics owns the kubelet's own Prometheus collectors, named,
+// labelled and bucketed like upstream's (kubelet_* on /metrics, prober_* on
+// /metrics/probes) so existing dashboards and alerts keep working.
 //
-// Invariants: metric names, labels and buckets match upstream's; every
-// collector is registered once, at package init of the registry.
+// Invariants: no package-level collectors: one Metrics set is built at
+// start-up and handed to each component through its Config, so tests get
+// their own and a registry serves exactly the set it was given.
 package metrics

@@ -2,11 +2,13 @@ package metrics
 
 import (
 	"context"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/procfs"
 	"google.golang.org/grpc"
 )
 
@@ -16,69 +18,164 @@ const subsystem = "kubelet"
 var (
 	podStartBuckets  = []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}
 	runtimeOpBuckets = prometheus.ExponentialBuckets(.005, 2.5, 14)
+	plegBuckets      = prometheus.ExponentialBuckets(0.005, 2, 12)
 )
 
-var (
+// Label values of prober_probe_total's result, as upstream's prober.
+const (
+	ProbeResultSuccessful = "successful"
+	ProbeResultFailed     = "failed"
+	ProbeResultUnknown    = "unknown"
+)
+
+// Metrics are the kubelet's collectors. The kubelet builds one set with New
+// and hands it to each component through its Config; the HTTP API serves it
+// with Registry (/metrics) and ProbeRegistry (/metrics/probes).
+type Metrics struct {
 	// PodStartDuration is from a pod being seen to its containers running.
-	PodStartDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Subsystem: subsystem, Name: "pod_start_duration_seconds",
-		Help:    "Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run",
-		Buckets: podStartBuckets,
-	})
-	// PodStartSLIDuration excludes image pull time, as upstream's SLI.
-	PodStartSLIDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: subsystem, Name: "pod_start_sli_duration_seconds",
-		Help:    "Duration in seconds to start a pod, excluding time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch",
-		Buckets: podStartBuckets,
-	}, []string{})
-	// PLEGRelistInterval is the time between the starts of two relists.
-	PLEGRelistInterval = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Subsystem: subsystem, Name: "pleg_relist_interval_seconds",
-		Help:    "Interval in seconds between relisting in PLEG.",
-		Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
-	})
+	PodStartDuration prometheus.Histogram
+	// PodStartSLIDuration is measured from the pod's creation, as upstream's SLI.
+	PodStartSLIDuration *prometheus.HistogramVec
+	// PLEGRelistDuration and PLEGRelistInterval time the PLEG's relists.
+	PLEGRelistDuration prometheus.Histogram
+	PLEGRelistInterval prometheus.Histogram
 	// RunningPods and RunningContainers are set from each relist.
-	RunningPods = prometheus.NewGauge(prometheus.GaugeOpts{
-		Subsystem: subsystem, Name: "running_pods",
-		Help: "Number of pods that have a running pod sandbox",
-	})
-	RunningContainers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: subsystem, Name: "running_containers",
-		Help: "Number of containers currently running",
-	}, []string{"container_state"})
-	// RuntimeOperationsDuration and RuntimeOperationsErrors cover every CRI call.
-	RuntimeOperationsDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: subsystem, Name: "runtime_operations_duration_seconds",
-		Help:    "Duration in seconds of runtime operations. Broken down by operation type.",
-		Buckets: runtimeOpBuckets,
-	}, []string{"operation_type"})
-	RuntimeOperationsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: subsystem, Name: "runtime_operations_total",
-		Help: "Cumulative number of runtime operations by operation type.",
-	}, []string{"operation_type"})
-	RuntimeOperationsErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: subsystem, Name: "runtime_operations_errors_total",
-		Help: "Cumulative number of runtime operation errors by operation type.",
-	}, []string{"operation_type"})
-	// NodeConfigError is 1 when the node's configuration is in error (always
-	// 0 here: the kubelet refuses to start with a bad configuration).
-	NodeConfigError = prometheus.NewGauge(prometheus.GaugeOpts{
-		Subsystem: subsystem, Name: "node_config_error",
-		Help: "This metric is true (1) if the node is experiencing a configuration-related error, false (0) otherwise.",
-	})
-)
+	RunningPods       prometheus.Gauge
+	RunningContainers *prometheus.GaugeVec
+	// RuntimeOperations* cover every CRI call (UnaryInterceptor).
+	RuntimeOperationsDuration *prometheus.HistogramVec
+	RuntimeOperationsTotal    *prometheus.CounterVec
+	RuntimeOperationsErrors   *prometheus.CounterVec
+	// NodeConfigError is always 0 here: the kubelet refuses to start with a
+	// bad configuration.
+	NodeConfigError prometheus.Gauge
+	// Evictions and EvictionStatsAge are the eviction manager's, by signal.
+	Evictions        *prometheus.CounterVec
+	EvictionStatsAge *prometheus.HistogramVec
+	// ImageGarbageCollected counts images the image GC removed, by reason.
+	ImageGarbageCollected *prometheus.CounterVec
 
-// NewRegistry returns a registry with the kubelet's metrics, the extra
-// collectors given (PLEG, ...), and the Go and process collectors.
-func NewRegistry(extra ...prometheus.Collector) *prometheus.Registry {
+	// ProbeTotal and ProbeDuration are the prober's, served on
+	// /metrics/probes (labels: see ProbeLabels).
+	ProbeTotal    *prometheus.CounterVec
+	ProbeDuration *prometheus.HistogramVec
+	// processStart is process_start_time_seconds for /metrics/probes.
+	processStart prometheus.Collector
+}
+
+// New returns a fresh set of collectors, registered nowhere yet.
+func New() *Metrics {
+	return &Metrics{
+		PodStartDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Subsystem: subsystem, Name: "pod_start_duration_seconds",
+			Help:    "Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run",
+			Buckets: podStartBuckets,
+		}),
+		PodStartSLIDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: subsystem, Name: "pod_start_sli_duration_seconds",
+			Help:    "Duration in seconds to start a pod, excluding time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch",
+			Buckets: podStartBuckets,
+		}, []string{}),
+		PLEGRelistDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Subsystem: subsystem, Name: "pleg_relist_duration_seconds",
+			Help:    "Duration in seconds for relisting pods in PLEG.",
+			Buckets: plegBuckets,
+		}),
+		PLEGRelistInterval: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Subsystem: subsystem, Name: "pleg_relist_interval_seconds",
+			Help:    "Interval in seconds between relisting in PLEG.",
+			Buckets: plegBuckets,
+		}),
+		RunningPods: prometheus.NewGauge(prometheus.GaugeOpts{
+			Subsystem: subsystem, Name: "running_pods",
+			Help: "Number of pods that have a running pod sandbox",
+		}),
+		RunningContainers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: subsystem, Name: "running_containers",
+			Help: "Number of containers currently running",
+		}, []string{"container_state"}),
+		RuntimeOperationsDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: subsystem, Name: "runtime_operations_duration_seconds",
+			Help:    "Duration in seconds of runtime operations. Broken down by operation type.",
+			Buckets: runtimeOpBuckets,
+		}, []string{"operation_type"}),
+		RuntimeOperationsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: subsystem, Name: "runtime_operations_total",
+			Help: "Cumulative number of runtime operations by operation type.",
+		}, []string{"operation_type"}),
+		RuntimeOperationsErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: subsystem, Name: "runtime_operations_errors_total",
+			Help: "Cumulative number of runtime operation errors by operation type.",
+		}, []string{"operation_type"}),
+		NodeConfigError: prometheus.NewGauge(prometheus.GaugeOpts{
+			Subsystem: subsystem, Name: "node_config_error",
+			Help: "This metric is true (1) if the node is experiencing a configuration-related error, false (0) otherwise.",
+		}),
+		Evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: subsystem, Name: "evictions",
+			Help: "Cumulative number of pod evictions by eviction signal",
+		}, []string{"eviction_signal"}),
+		EvictionStatsAge: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: subsystem, Name: "eviction_stats_age_seconds",
+			Help:    "Time between when stats are collected, and when pod is evicted based on those stats by eviction signal",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"eviction_signal"}),
+		ImageGarbageCollected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: subsystem, Name: "image_garbage_collected_total",
+			Help: "Total number of images garbage collected by the kubelet, whether through disk usage or image age.",
+		}, []string{"reason"}),
+		// Upstream's help carries the stability level component-base adds;
+		// the histogram keeps component-base's default (Prometheus') buckets.
+		ProbeTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: "prober", Name: "probe_total",
+			Help: "[BETA] Cumulative number of a liveness, readiness or startup probe for a container by result.",
+		}, []string{"probe_type", "result", "container", "pod", "namespace", "pod_uid"}),
+		ProbeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: "prober", Name: "probe_duration_seconds",
+			Help:    "[ALPHA] Duration in seconds for a probe response.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"probe_type", "container", "pod", "namespace"}),
+		processStart: processStartTime(),
+	}
+}
+
+// Registry returns a registry for /metrics: the kubelet_* families, the
+// extra collectors given, and the Go and process collectors.
+func (m *Metrics) Registry(extra ...prometheus.Collector) *prometheus.Registry {
 	r := prometheus.NewRegistry()
-	r.MustRegister(PodStartDuration, PodStartSLIDuration, PLEGRelistInterval, RunningPods, RunningContainers,
-		RuntimeOperationsDuration, RuntimeOperationsTotal, RuntimeOperationsErrors, NodeConfigError,
+	r.MustRegister(m.PodStartDuration, m.PodStartSLIDuration, m.PLEGRelistDuration, m.PLEGRelistInterval,
+		m.RunningPods, m.RunningContainers, m.RuntimeOperationsDuration, m.RuntimeOperationsTotal,
+		m.RuntimeOperationsErrors, m.NodeConfigError, m.Evictions, m.EvictionStatsAge, m.ImageGarbageCollected,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range extra {
 		r.MustRegister(c)
 	}
 	return r
+}
+
+// ProbeRegistry returns a registry for /metrics/probes, as upstream's
+// server builds it: the prober's families and process_start_time_seconds.
+func (m *Metrics) ProbeRegistry() *prometheus.Registry {
+	r := prometheus.NewRegistry()
+	r.MustRegister(m.ProbeTotal, m.ProbeDuration, m.processStart)
+	return r
+}
+
+// processStartTime is upstream's process_start_time_seconds gauge (the
+// one component-base registers beside the prober's metrics).
+func processStartTime() prometheus.Collector {
+	start := float64(time.Now().Unix())
+	if p, err := procfs.NewProc(os.Getpid()); err == nil {
+		if st, err := p.Stat(); err == nil {
+			if s, err := st.StartTime(); err == nil {
+				start = s
+			}
+		}
+	}
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "process_start_time_seconds",
+		Help: "[ALPHA] Start time of the process since unix epoch in seconds.",
+	}, func() float64 { return start })
 }
 
 // operationType turns "/runtime.v1.RuntimeService/RunPodSandbox" into
@@ -113,13 +210,13 @@ func toSnake(s string) string {
 }
 
 // UnaryInterceptor times and counts every CRI call.
-func UnaryInterceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+func (m *Metrics) UnaryInterceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	op := operationType(method)
 	start := time.Now()
 	err := invoker(ctx, method, req, reply, cc, opts...)
-	RuntimeOperationsDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
-	RuntimeOperationsTotal.WithLabelValues(op).Inc()
-	errs := RuntimeOperationsErrors.WithLabelValues(op) // a zero series until the first error
+	m.RuntimeOperationsDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	m.RuntimeOperationsTotal.WithLabelValues(op).Inc()
+	errs := m.RuntimeOperationsErrors.WithLabelValues(op) // a zero series until the first error
 	if err != nil {
 		errs.Inc()
 	}

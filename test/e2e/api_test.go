@@ -16,6 +16,9 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/seed-kubelet/kubelet/test/e2e/framework"
 )
@@ -94,5 +97,43 @@ func TestKubeletAPIAuthAndMetrics(t *testing.T) {
 		if _, ok := families[want]; !ok {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+
+	// /metrics/probes counts the probes of an API pod with its identity.
+	ns := namespace(t, n.client)
+	pod := podOn(n.NodeName, "probed", "httpd", "-f", "-p", "8080")
+	pod.Spec.Containers[0].ReadinessProbe = &v1.Probe{
+		ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1,
+	}
+	created, err := n.client.CoreV1().Pods(ns).Create(ctxT(t), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, n.client, ns, "probed", "ready", podRunning)
+	code, body = get(t, admin, base+"/metrics/probes")
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics/probes = %d", code)
+	}
+	parser = expfmt.NewTextParser(model.UTF8Validation)
+	families, err = parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("/metrics/probes does not parse: %v", err)
+	}
+	var successes float64
+	for _, m := range families["prober_probe_total"].GetMetric() {
+		l := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		if l["namespace"] == ns && l["pod"] == "probed" && l["pod_uid"] == string(created.UID) && l["container"] == "main" &&
+			l["probe_type"] == "Readiness" && l["result"] == "successful" {
+			successes += m.GetCounter().GetValue()
+		}
+	}
+	if successes < 1 {
+		t.Errorf("prober_probe_total has no successful readiness probe of %s/probed:\n%s", ns, body)
+	}
+	if len(families["prober_probe_duration_seconds"].GetMetric()) == 0 {
+		t.Errorf("no prober_probe_duration_seconds series:\n%s", body)
 	}
 }

@@ -1,7 +1,10 @@
-// Package cgroups is upstream's container manager (pkg/kubelet/cm): the kubelet's cgroup tree. It owns
-// the node allocatable cgroup (<cgroupRoot>/kubepods), the QoS cgroups below
-// it (burstable, besteffort), one cgroup per pod (pod<uid>), and the watcher
-// that turns the kernel's OOM reports into node events.
+// Package cgroups is upstream's container manager (pkg/kubelet/cm): the
+// kubelet's cgroup tree. Setup settles the cgroup driver with the runtime
+// and checks the host (cgroup v1, systemd); the Manager owns the node
+// allocatable cgroup (<cgroupRoot>/kubepods), the QoS cgroups below it
+// (burstable, besteffort; sized by the sync loop for the active pods), one
+// cgroup per pod (pod<uid>), and the watcher that turns the kernel's OOM
+// reports into node events.
 //
 // Invariants: what a cgroup should hold (ResourceConfig) is decided by pure
 // functions of the pod specs and the node's capacity; only Manager writes

@@ -75,9 +75,6 @@ type Config struct {
 	Recorder events.Recorder
 	// Clock times retries. Required.
 	Clock clock.Clock
-	// ActivePods lists the pods that hold resources (for the burstable QoS
-	// cgroup's shares); nil means none.
-	ActivePods func() []*v1.Pod
 }
 
 // Manager owns the kubelet's cgroup hierarchy.
@@ -156,7 +153,8 @@ func (m *Manager) Start() error {
 		}
 	}
 	m.enforceAllocatable()
-	burstable, bestEffort := QOSConfigs(m.activePods())
+	// No pod is active yet: the sync loop sets the shares as it admits them.
+	burstable, bestEffort := QOSConfigs(nil)
 	for _, q := range []struct {
 		name string
 		rc   ResourceConfig
@@ -221,13 +219,6 @@ func (m *Manager) enforceAllocatable() {
 	m.cfg.Recorder.Eventf(ref, v1.EventTypeNormal, ReasonSuccessfulNodeAllocatableEnforcement, "Updated Node Allocatable limit across pods")
 }
 
-func (m *Manager) activePods() []*v1.Pod {
-	if m.cfg.ActivePods == nil {
-		return nil
-	}
-	return m.cfg.ActivePods()
-}
-
 // PodCgroup is the pod's cgroup: kubepods/pod<uid> for Guaranteed pods,
 // kubepods/burstable/pod<uid> and kubepods/besteffort/pod<uid> otherwise.
 func (m *Manager) PodCgroup(pod *v1.Pod) Name {
@@ -245,14 +236,14 @@ func podCgroup(kubepods Name, class v1.PodQOSClass, uid types.UID) Name {
 	return kubepods.Child(leaf)
 }
 
-// EnsurePod creates the pod's cgroup (with its limits) when missing, brings
-// the QoS cgroups up to date, and returns the sandbox's cgroup parent.
-// Without cgroupsPerQOS it returns cgroupRoot as configured.
+// EnsurePod creates the pod's cgroup (with its limits) when missing and
+// returns the sandbox's cgroup parent. The QoS cgroups already count the
+// pod: the sync loop calls UpdateQOS when it admits one. Without
+// cgroupsPerQOS it returns cgroupRoot as configured.
 func (m *Manager) EnsurePod(pod *v1.Pod) (string, error) {
 	if !m.cfg.CgroupsPerQOS {
 		return m.cfg.CgroupRoot, nil
 	}
-	m.updateQOS()
 	n := m.PodCgroup(pod)
 	if !m.cfg.FS.Exists(n) {
 		rc := PodResourceConfig(pod, m.cfg.Pod)
@@ -264,9 +255,13 @@ func (m *Manager) EnsurePod(pod *v1.Pod) (string, error) {
 	return m.cfg.FS.Driver.CgroupParent(n), nil
 }
 
-// updateQOS writes the QoS cgroups' shares for the active pods.
-func (m *Manager) updateQOS() {
-	burstable, bestEffort := QOSConfigs(m.activePods())
+// UpdateQOS writes the QoS cgroups' shares for the active pods (those that
+// hold node resources: admitted and not terminating).
+func (m *Manager) UpdateQOS(active []*v1.Pod) {
+	if !m.cfg.CgroupsPerQOS {
+		return
+	}
+	burstable, bestEffort := QOSConfigs(active)
 	if err := m.cfg.FS.Update(m.kubepods.Child(BurstableCgroup), burstable); err != nil {
 		klog.ErrorS(err, "Cannot update the burstable QoS cgroup")
 	}
@@ -325,15 +320,14 @@ func OrphanedPodCgroups(existing map[types.UID]Name, keep map[types.UID]bool) []
 	return out
 }
 
-// Housekeeping refreshes the QoS cgroups, retries node allocatable
-// enforcement, and removes pod cgroups whose UID is not in keep (the pods
-// the kubelet knows and those the runtime still has).
+// Housekeeping retries node allocatable enforcement and removes pod
+// cgroups whose UID is not in keep (the pods the kubelet knows and those
+// the runtime still has).
 func (m *Manager) Housekeeping(keep map[types.UID]bool) {
 	if !m.cfg.CgroupsPerQOS {
 		return
 	}
 	m.enforceAllocatable()
-	m.updateQOS()
 	existing, err := m.PodCgroups()
 	if err != nil {
 		klog.ErrorS(err, "Housekeeping: cannot list pod cgroups")

@@ -62,7 +62,7 @@ func read(t *testing.T, path string) string {
 	return strings.TrimSpace(string(data))
 }
 
-func newTestManager(t *testing.T, fs *FS, root string, active func() []*v1.Pod) (*Manager, *fakeRecorder) {
+func newTestManager(t *testing.T, fs *FS, root string) (*Manager, *fakeRecorder) {
 	rec := &fakeRecorder{}
 	m, err := New(Config{
 		FS: fs, CgroupsPerQOS: true, CgroupRoot: root, NodeName: "n1",
@@ -70,7 +70,7 @@ func newTestManager(t *testing.T, fs *FS, root string, active func() []*v1.Pod) 
 		Capacity:       rl("cpu", "2", "memory", "4Gi", "pid", "4096"),
 		SystemReserved: rl("memory", "512Mi"), KubeReserved: rl("cpu", "500m", "pid", "96"),
 		EnforceNodeAllocatable: []string{"pods"},
-		Recorder:               rec, Clock: clocktesting.NewFakeClock(time.Unix(0, 0)), ActivePods: active,
+		Recorder:               rec, Clock: clocktesting.NewFakeClock(time.Unix(0, 0)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestManagerCgroupfsV1(t *testing.T) {
 	bestEffort := podWith(ctr(nil, nil))
 	bestEffort.UID = "e-1"
 	active := []*v1.Pod{guaranteed, burstable, bestEffort}
-	m, rec := newTestManager(t, fs, "/seed-test", func() []*v1.Pod { return active })
+	m, rec := newTestManager(t, fs, "/seed-test")
 
 	if err := m.Start(); err != nil {
 		t.Fatal(err)
@@ -103,6 +103,11 @@ func TestManagerCgroupfsV1(t *testing.T) {
 	if got := read(t, at("pids", "pids.max")); got != "4000" {
 		t.Errorf("kubepods pids = %s", got)
 	}
+	if got := read(t, at("cpu", "burstable/cpu.shares")); got != "2" {
+		t.Errorf("burstable shares before any pod = %s, want the minimum", got)
+	}
+	// The sync loop hands over the active pods as it admits them.
+	m.UpdateQOS(active)
 	if got := read(t, at("cpu", "burstable/cpu.shares")); got != "307" {
 		t.Errorf("burstable shares = %s", got)
 	}
@@ -164,7 +169,7 @@ func TestManagerCgroupfsV1(t *testing.T) {
 
 func TestManagerSystemdNames(t *testing.T) {
 	fs, dir := fakeV1(t, DriverSystemd, "/")
-	m, _ := newTestManager(t, fs, "/", nil)
+	m, _ := newTestManager(t, fs, "/")
 	if err := m.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +195,7 @@ func TestManagerSystemdNames(t *testing.T) {
 
 func TestManagerMissingRootFails(t *testing.T) {
 	fs, _ := fakeV1(t, DriverCgroupfs, "/")
-	m, _ := newTestManager(t, fs, "/does-not-exist", nil)
+	m, _ := newTestManager(t, fs, "/does-not-exist")
 	err := m.Start()
 	if err == nil || !strings.Contains(err.Error(), `cgroupRoot "/does-not-exist" does not exist`) {
 		t.Fatalf("Start = %v", err)

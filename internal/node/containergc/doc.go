@@ -3,6 +3,8 @@
 // (and on the eviction manager's demand) it removes the dead containers and
 // sandboxes of deleted pods, and of live pods the dead instances beyond
 // MaxPerPodContainer per container and MaxContainers in all, oldest first.
+// PodStateOf tells it which pods are gone, from the pod manager, the pod
+// workers and the status manager.
 //
 // Invariants: Decide is pure; running containers and ready sandboxes, and
 // containers younger than MinAge, are never removed; a container's log

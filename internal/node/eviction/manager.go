@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/metrics"
 	"github.com/seed-kubelet/kubelet/internal/pods/qos"
 )
 
@@ -84,9 +86,9 @@ type Config struct {
 	// MemoryCgroup is the root memory cgroup directory (cgroup v1), e.g.
 	// /sys/fs/cgroup/memory; used with KernelMemcgNotification.
 	MemoryCgroup string
-	// OnConditionsChanged is called after the reported node conditions
-	// changed (e.g. to update the node status at once); may be nil.
-	OnConditionsChanged func(conds []v1.NodeConditionType)
+	// Metrics receives kubelet_evictions and kubelet_eviction_stats_age_seconds;
+	// nil means a private set nobody serves.
+	Metrics *metrics.Metrics
 }
 
 // Manager watches the node's resources and evicts pods under pressure.
@@ -101,6 +103,8 @@ type Manager struct {
 	notifier         memoryNotifier
 	notifierUpdated  time.Time
 	wake             chan struct{}
+	// changed holds one value while a change of the conditions is unread.
+	changed chan struct{}
 }
 
 // New checks cfg and returns a Manager.
@@ -120,8 +124,16 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.MonitoringInterval <= 0 {
 		cfg.MonitoringInterval = DefaultMonitoringInterval
 	}
-	return &Manager{cfg: cfg, wake: make(chan struct{}, 1)}, nil
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	return &Manager{cfg: cfg, wake: make(chan struct{}, 1), changed: make(chan struct{}, 1)}, nil
 }
+
+// ConditionsChanged receives a value after the node conditions changed
+// (changes not read yet coalesce into one), so the node status can be sent
+// at once.
+func (m *Manager) ConditionsChanged() <-chan struct{} { return m.changed }
 
 // Conditions returns the pressure conditions the node has now, sorted.
 func (m *Manager) Conditions() []v1.NodeConditionType {
@@ -218,8 +230,9 @@ func (m *Manager) Synchronize(ctx context.Context) (*v1.Pod, error) {
 	m.mu.Unlock()
 	if changed {
 		klog.InfoS("Eviction manager: node pressure conditions changed", "nodeConditions", next.Conditions)
-		if m.cfg.OnConditionsChanged != nil {
-			m.cfg.OnConditionsChanged(next.Conditions)
+		select {
+		case m.changed <- struct{}{}:
+		default:
 		}
 	}
 	if len(act) == 0 {
@@ -248,7 +261,7 @@ func (m *Manager) Synchronize(ctx context.Context) (*v1.Pod, error) {
 	klog.InfoS("Eviction manager: pods ranked for eviction", "pods", klog.KObjSlice(active))
 	for _, t := range act {
 		if o := obs[t.Signal]; !o.Time.IsZero() {
-			evictionStatsAge.WithLabelValues(string(t.Signal)).Observe(now.Sub(o.Time).Seconds())
+			m.cfg.Metrics.EvictionStatsAge.WithLabelValues(string(t.Signal)).Observe(now.Sub(o.Time).Seconds())
 		}
 	}
 	for _, pod := range active {
@@ -265,7 +278,7 @@ func (m *Manager) Synchronize(ctx context.Context) (*v1.Pod, error) {
 		} else {
 			klog.InfoS("Eviction manager: pod is evicted successfully", "pod", klog.KObj(pod))
 		}
-		evictions.WithLabelValues(string(plan.Threshold.Signal)).Inc()
+		m.cfg.Metrics.Evictions.WithLabelValues(string(plan.Threshold.Signal)).Inc()
 		return pod, nil
 	}
 	klog.InfoS("Eviction manager: unable to evict any pods from the node")
@@ -413,3 +426,5 @@ func logObservations(prefix string, obs Observations) {
 		klog.V(3).InfoS("Eviction manager:", "log", prefix, "signal", s, "resourceName", signalResource[s], "available", o.Available.String(), "capacity", o.Capacity.String(), "time", o.Time)
 	}
 }
+
+func resourceQuantity(v int64) *resource.Quantity { return resource.NewQuantity(v, resource.BinarySI) }

@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/seed-kubelet/kubelet/internal/metrics"
 )
 
 // fakeNode is the world the manager sees: a summary built on demand from
@@ -100,13 +103,12 @@ func newFakeNode() *fakeNode {
 	}
 }
 
-func newTestManager(t *testing.T, f *fakeNode, cfg ThresholdConfig, gc bool) (*Manager, *[][]v1.NodeConditionType) {
+func newTestManager(t *testing.T, f *fakeNode, cfg ThresholdConfig, gc bool) (*Manager, *metrics.Metrics) {
 	t.Helper()
-	var changes [][]v1.NodeConditionType
+	met := metrics.New()
 	c := Config{
 		Thresholds: mustParse(cfg), PressureTransitionPeriod: 30 * time.Second, MaxPodGracePeriodSeconds: 10,
-		Summary: f, ActivePods: f.active, Killer: f, Recorder: f, Clock: f.clock, NodeRef: &v1.Node{},
-		OnConditionsChanged: func(c []v1.NodeConditionType) { changes = append(changes, c) },
+		Summary: f, ActivePods: f.active, Killer: f, Recorder: f, Clock: f.clock, NodeRef: &v1.Node{}, Metrics: met,
 	}
 	if gc {
 		c.ImageGC, c.ContainerGC = f, f
@@ -115,7 +117,18 @@ func newTestManager(t *testing.T, f *fakeNode, cfg ThresholdConfig, gc bool) (*M
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m, &changes
+	return m, met
+}
+
+// changed reports whether the manager said its conditions changed since
+// the last call.
+func changed(m *Manager) bool {
+	select {
+	case <-m.ConditionsChanged():
+		return true
+	default:
+		return false
+	}
 }
 
 func TestManagerReclaimsImagesBeforeEvicting(t *testing.T) {
@@ -176,7 +189,7 @@ func TestManagerMemoryPressure(t *testing.T) {
 	be := testPod("be", "", 0)
 	f.pods = []*v1.Pod{static, within, be}
 	f.podWS = map[string]int64{"static": 500 * mi, "within": 600 * mi, "be": 20 * mi}
-	m, changes := newTestManager(t, f, ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}}, true)
+	m, met := newTestManager(t, f, ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}}, true)
 
 	f.memWS = 300 * mi
 	if ev, _ := m.Synchronize(ctx); ev != nil || m.IsUnderMemoryPressure() {
@@ -200,8 +213,8 @@ func TestManagerMemoryPressure(t *testing.T) {
 	if f.graces["be"] != 1 {
 		t.Errorf("grace period %d, want 1 for a hard threshold", f.graces["be"])
 	}
-	if !m.IsUnderMemoryPressure() || len(*changes) != 1 {
-		t.Errorf("pressure %v, condition changes %v", m.IsUnderMemoryPressure(), *changes)
+	if !m.IsUnderMemoryPressure() || !changed(m) {
+		t.Errorf("pressure %v, but no change of the conditions told", m.IsUnderMemoryPressure())
 	}
 	if ok, reason, _ := m.Admit(testPod("new-be", "", 0)); ok || reason != "Evicted" {
 		t.Errorf("BestEffort pod admitted under memory pressure")
@@ -223,13 +236,19 @@ func TestManagerMemoryPressure(t *testing.T) {
 	f.memWS = 200 * mi
 	f.clock.Step(10 * time.Second)
 	m.Synchronize(ctx)
-	if !m.IsUnderMemoryPressure() {
-		t.Errorf("pressure gone before the transition period")
+	if !m.IsUnderMemoryPressure() || changed(m) {
+		t.Errorf("pressure gone (or conditions changed) before the transition period")
 	}
 	f.clock.Step(21 * time.Second)
 	m.Synchronize(ctx)
-	if m.IsUnderMemoryPressure() || len(*changes) != 2 || len((*changes)[1]) != 0 {
-		t.Errorf("pressure %v after the transition period, changes %v", m.IsUnderMemoryPressure(), *changes)
+	if m.IsUnderMemoryPressure() || !changed(m) || len(m.Conditions()) != 0 {
+		t.Errorf("pressure %v after the transition period, conditions %v", m.IsUnderMemoryPressure(), m.Conditions())
+	}
+	if got := testutil.ToFloat64(met.Evictions.WithLabelValues("memory.available")); got != 2 {
+		t.Errorf("kubelet_evictions{eviction_signal=memory.available} = %v, want 2", got)
+	}
+	if n := testutil.CollectAndCount(met.EvictionStatsAge); n != 1 {
+		t.Errorf("kubelet_eviction_stats_age_seconds has %d series, want 1", n)
 	}
 	var evictedEvents int
 	for _, e := range f.events {

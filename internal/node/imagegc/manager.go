@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/metrics"
 )
 
 // Period is how often images are collected, as upstream's ImageGCPeriod.
@@ -36,14 +36,6 @@ const (
 	reasonAge   = "age"
 	reasonSpace = "space"
 )
-
-var collected = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Subsystem: "kubelet", Name: "image_garbage_collected_total",
-	Help: "Total number of images garbage collected by the kubelet, whether through disk usage or image age.",
-}, []string{"reason"})
-
-// Collectors are the image GC's metrics, for the registry the server exposes.
-func Collectors() []prometheus.Collector { return []prometheus.Collector{collected} }
 
 // Images is the part of the CRI image service the GC uses.
 type Images interface {
@@ -75,6 +67,9 @@ type Config struct {
 	// Recorder and NodeRef receive the node events; may be nil.
 	Recorder events.Recorder
 	NodeRef  runtime.Object
+	// Metrics counts the images removed; nil means a private set nobody
+	// serves.
+	Metrics *metrics.Metrics
 }
 
 // Manager collects unused images.
@@ -102,6 +97,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.FsStats == nil {
 		cfg.FsStats = imageFsStats(cfg.Images)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
 	}
 	return &Manager{cfg: cfg, began: cfg.Clock.Now(), records: map[string]Record{}}, nil
 }
@@ -237,7 +235,7 @@ func (m *Manager) remove(ctx context.Context, r Record, reason string) error {
 		return fmt.Errorf("remove image %s: %w", r.ID, err)
 	}
 	delete(m.records, r.ID)
-	collected.WithLabelValues(reason).Inc()
+	m.cfg.Metrics.ImageGarbageCollected.WithLabelValues(reason).Inc()
 	return nil
 }
 

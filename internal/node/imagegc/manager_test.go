@@ -4,14 +4,18 @@ import (
 	"context"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/seed-kubelet/kubelet/internal/metrics"
 )
 
 type fakeCRI struct {
@@ -129,7 +133,8 @@ func TestGarbageCollectStopsAtLowThreshold(t *testing.T) {
 func TestMaxAgeRemovesUnusedImagesWhateverTheUsage(t *testing.T) {
 	cri := newFake()
 	clk := clocktesting.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
-	m, _ := New(Config{Images: cri, Runtime: cri, Clock: clk,
+	met := metrics.New()
+	m, _ := New(Config{Images: cri, Runtime: cri, Clock: clk, Metrics: met,
 		Policy:  Policy{HighThresholdPercent: 85, LowThresholdPercent: 80, MaxAge: time.Hour},
 		FsStats: func(context.Context) (int64, int64, error) { return 10000, 9000, nil }})
 	ctx := context.Background()
@@ -143,6 +148,14 @@ func TestMaxAgeRemovesUnusedImagesWhateverTheUsage(t *testing.T) {
 	sort.Strings(cri.removed)
 	if !reflect.DeepEqual(cri.removed, []string{"sha256:old", "sha256:older"}) {
 		t.Fatalf("removed %v", cri.removed)
+	}
+	want := `
+# HELP kubelet_image_garbage_collected_total Total number of images garbage collected by the kubelet, whether through disk usage or image age.
+# TYPE kubelet_image_garbage_collected_total counter
+kubelet_image_garbage_collected_total{reason="age"} 2
+`
+	if err := testutil.CollectAndCompare(met.ImageGarbageCollected, strings.NewReader(want)); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -72,13 +72,18 @@ type Config struct {
 	OnRepeatedFailure func()
 	// Recorder, optional, records the node's events (NodeReady, ...).
 	Recorder events.Recorder
+	// Latest, optional, is given every Node the controller registers,
+	// reads or sends, for the kubelet's other readers.
+	Latest *Latest
+	// Wake, optional: each receive asks for an update at once (the
+	// eviction manager's ConditionsChanged).
+	Wake <-chan struct{}
 }
 
 // Controller registers the Node and keeps its status up to date.
 type Controller struct {
-	cfg     Config
-	clock   clock.Clock
-	trigger chan struct{}
+	cfg   Config
+	clock clock.Clock
 
 	mu   sync.RWMutex
 	node *v1.Node // last Node seen on or sent to the API server
@@ -104,7 +109,7 @@ func New(cfg Config) *Controller {
 	if cfg.ReportFrequency <= 0 {
 		cfg.ReportFrequency = DefaultReportFrequency
 	}
-	return &Controller{cfg: cfg, clock: cfg.Clock, trigger: make(chan struct{}, 1)}
+	return &Controller{cfg: cfg, clock: cfg.Clock}
 }
 
 // Node returns a copy of the last Node seen on or sent to the API server,
@@ -130,16 +135,10 @@ func (c *Controller) NodeUID() types.UID {
 
 func (c *Controller) setNode(n *v1.Node) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.node = n.DeepCopy()
-}
-
-// Trigger asks for an update now instead of at the next tick (for example
-// when PLEG turns unhealthy). It never blocks.
-func (c *Controller) Trigger() {
-	select {
-	case c.trigger <- struct{}{}:
-	default:
+	c.mu.Unlock()
+	if c.cfg.Latest != nil {
+		c.cfg.Latest.set(n)
 	}
 }
 
@@ -192,7 +191,7 @@ func (c *Controller) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// waitNext waits for the next tick or a trigger; until the node is first
+// waitNext waits for the next tick or a Wake; until the node is first
 // seen Ready (or the grace period ends) it also polls so that becoming
 // Ready is reported at once. It returns false when ctx ends.
 func (c *Controller) waitNext(ctx context.Context, start time.Time) bool {
@@ -212,7 +211,7 @@ func (c *Controller) waitNext(ctx context.Context, start time.Time) bool {
 		case <-tick.C():
 			stopTimer(poll)
 			return true
-		case <-c.trigger:
+		case <-c.cfg.Wake:
 			stopTimer(poll)
 			return true
 		case <-pollC:

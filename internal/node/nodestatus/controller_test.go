@@ -54,6 +54,8 @@ type harness struct {
 	in         Inputs
 	registered int
 	repeated   int
+	wake       chan struct{}
+	latest     *Latest
 }
 
 func newHarness(t *testing.T, register bool, objects ...runtime.Object) *harness {
@@ -63,7 +65,9 @@ func newHarness(t *testing.T, register bool, objects ...runtime.Object) *harness
 		clk:    testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
 		rec:    &fakeRecorder{},
 		in:     testInputs(),
+		wake:   make(chan struct{}, 1),
 	}
+	h.latest = NewLatest(LocalNode(h.in, h.clk.Now()))
 	h.ctrl = New(Config{
 		Client:   kubeclienttest.Wrap(h.client),
 		NodeName: "node-a",
@@ -77,6 +81,8 @@ func newHarness(t *testing.T, register bool, objects ...runtime.Object) *harness
 		OnRegistered:      func(*v1.Node) { h.registered++ },
 		OnRepeatedFailure: func() { h.repeated++ },
 		Recorder:          h.rec,
+		Latest:            h.latest,
+		Wake:              h.wake,
 	})
 	return h
 }
@@ -151,7 +157,7 @@ func TestControllerRegistersNode(t *testing.T) {
 
 func TestControllerReconcilesExistingNode(t *testing.T) {
 	existing := &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "node-uid", Labels: map[string]string{
 			v1.LabelArchStable: "arm64", "team": "blue",
 		}},
 		Status: v1.NodeStatus{
@@ -160,8 +166,14 @@ func TestControllerReconcilesExistingNode(t *testing.T) {
 		},
 	}
 	h := newHarness(t, true, existing)
+	if h.latest.UID() != "" {
+		t.Fatalf("Latest has UID %q before registration", h.latest.UID())
+	}
 	if err := h.ctrl.register(context.Background()); err != nil {
 		t.Fatalf("register: %v", err)
+	}
+	if got := h.latest.Node(); got.UID != "node-uid" || got.Labels["team"] != "blue" {
+		t.Errorf("Latest after registration = %s %v, want the API's Node", got.UID, got.Labels)
 	}
 	n := h.serverNode()
 	if n.Labels[v1.LabelArchStable] != "amd64" || n.Labels["team"] != "blue" || n.Labels[v1.LabelHostname] != "node-a" {
@@ -390,7 +402,7 @@ func TestControllerSchedulableEvents(t *testing.T) {
 	}
 }
 
-func TestControllerRunReregistersOnTrigger(t *testing.T) {
+func TestControllerRunReregistersOnWake(t *testing.T) {
 	h := newHarness(t, true)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -420,8 +432,7 @@ func TestControllerRunReregistersOnTrigger(t *testing.T) {
 		t.Fatal(err)
 	}
 	next(watch.Deleted)
-	h.ctrl.Trigger()
-	h.ctrl.Trigger() // never blocks
+	h.wake <- struct{}{}
 	next(watch.Added)
 	cancel()
 	select {

@@ -56,6 +56,9 @@ type Config struct {
 	Probes Probes
 	// Recorder receives the DeadlineExceeded event; may be nil.
 	Recorder events.Recorder
+	// Metrics receives the pod start durations; nil means a private set
+	// nobody serves.
+	Metrics *metrics.Metrics
 }
 
 // ActiveDeadline reports whether pod has run past activeDeadlineSeconds
@@ -128,6 +131,9 @@ var _ podworkers.Syncer = (*Syncer)(nil)
 
 // New returns a Syncer.
 func New(cfg Config) *Syncer {
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
 	return &Syncer{cfg: cfg, failures: map[types.UID]map[string]kuberuntime.ContainerFailure{}, started: map[types.UID]bool{},
 		mounts: backoff.New(mountRetryInitial, mountRetryMax, cfg.Clock), mountFailed: map[types.UID]time.Time{}}
 }
@@ -172,10 +178,10 @@ func (s *Syncer) observeStart(pod *v1.Pod, ps v1.PodStatus) {
 	s.mu.Unlock()
 	now := s.cfg.Clock.Now()
 	if seen, err := time.Parse(time.RFC3339Nano, pod.Annotations["kubernetes.io/config.seen"]); err == nil {
-		metrics.PodStartDuration.Observe(now.Sub(seen).Seconds())
+		s.cfg.Metrics.PodStartDuration.Observe(now.Sub(seen).Seconds())
 	}
 	if !pod.CreationTimestamp.IsZero() {
-		metrics.PodStartSLIDuration.WithLabelValues().Observe(now.Sub(pod.CreationTimestamp.Time).Seconds())
+		s.cfg.Metrics.PodStartSLIDuration.WithLabelValues().Observe(now.Sub(pod.CreationTimestamp.Time).Seconds())
 	}
 }
 

@@ -44,6 +44,10 @@ type Update struct {
 	// Removed marks a pod deleted from its source: after it terminated
 	// its containers and files are removed too.
 	Removed bool
+	// Terminated, for Kill, is closed once the pod's containers are all
+	// stopped for good: at once when the pod has no worker or is already
+	// terminated (upstream's KillPodOptions.CompletedCh).
+	Terminated chan<- struct{}
 }
 
 // Outcome of a sync.
@@ -83,6 +87,8 @@ type worker struct {
 	kill     *Update // sticky once asked
 	removed  bool
 	cleaned  bool // terminated-cleanup done (with removal if removed)
+	// waiters are closed when the worker reaches Terminated.
+	waiters  []chan<- struct{}
 	wake     chan struct{}
 	stop     chan struct{}
 	nextSync time.Time
@@ -114,6 +120,7 @@ func (p *PodWorkers) UpdatePod(u Update) {
 	w, ok := p.workers[u.Pod.UID]
 	if !ok {
 		if u.Type == Kill && !u.Removed {
+			closeIfSet(u.Terminated)
 			return // never started: nothing to stop
 		}
 		w = &worker{uid: u.Pod.UID, fullName: fullName(u.Pod), pod: u.Pod, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
@@ -123,17 +130,31 @@ func (p *PodWorkers) UpdatePod(u Update) {
 	if u.Type == Kill {
 		if w.kill == nil || u.Removed || (u.GracePeriod != nil && (w.kill.GracePeriod == nil || *u.GracePeriod < *w.kill.GracePeriod)) {
 			cp := u
+			cp.Terminated = nil // kept in waiters
 			w.kill = &cp
 		}
 		if u.Removed {
 			w.removed = true
 			w.cleaned = false
 		}
+		if u.Terminated != nil {
+			if w.state == Terminated {
+				close(u.Terminated)
+			} else {
+				w.waiters = append(w.waiters, u.Terminated)
+			}
+		}
 	} else if w.state == Syncing {
 		cp := u
 		w.pending = &cp
 	}
 	w.signal()
+}
+
+func closeIfSet(ch chan<- struct{}) {
+	if ch != nil {
+		close(ch)
+	}
 }
 
 func (w *worker) signal() {
@@ -232,6 +253,10 @@ func (p *PodWorkers) step(w *worker) bool {
 		}
 		p.mu.Lock()
 		w.state = Terminated
+		for _, ch := range w.waiters {
+			close(ch)
+		}
+		w.waiters = nil
 		w.signal()
 		if p.cfg.OnTerminated != nil {
 			go p.cfg.OnTerminated(pod)
@@ -287,6 +312,41 @@ func (p *PodWorkers) Sync(uid types.UID) bool {
 		w.signal()
 	}
 	return ok
+}
+
+// SyncIf asks for an immediate sync of every pod that matches (for
+// example the static pods once the Node is registered).
+func (p *PodWorkers) SyncIf(match func(*v1.Pod) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, w := range p.workers {
+		if match(w.pod) {
+			w.signal()
+		}
+	}
+}
+
+// IsTerminated reports whether the pod's containers are all stopped for
+// good (the status manager may then finish its deletion in the API).
+func (p *PodWorkers) IsTerminated(uid types.UID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, ok := p.workers[uid]
+	return ok && w.state == Terminated
+}
+
+// Active returns the pods that hold node resources, as upstream's
+// filterOutInactivePods: every pod whose worker still syncs it, or that
+// has no worker yet. Terminating and terminated pods are left out. Pure.
+func Active(pods []*v1.Pod, states map[types.UID]PodState) []*v1.Pod {
+	var out []*v1.Pod
+	for _, p := range pods {
+		if s, ok := states[p.UID]; ok && s.State != Syncing {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // PodState is one worker's state for housekeeping and readers.

@@ -14,6 +14,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/runtime/pleg"
+	"github.com/seed-kubelet/kubelet/internal/runtime/prober"
 	"github.com/seed-kubelet/kubelet/internal/sources"
 )
 
@@ -63,6 +64,10 @@ type DispatcherConfig struct {
 	// CleanupPodCgroups removes the pod cgroups of UIDs not in keep (pods
 	// the kubelet knows or the runtime has); may be nil.
 	CleanupPodCgroups func(keep map[types.UID]bool)
+	// UpdateQOS sizes the QoS cgroups for the active pods: called when a
+	// pod is admitted (before its worker makes its cgroup) and at each
+	// housekeeping; may be nil.
+	UpdateQOS func(active []*v1.Pod)
 }
 
 // MirrorHandler deletes mirror pods.
@@ -96,10 +101,14 @@ func (d *Dispatcher) HandlePodUpdate(ctx context.Context, u sources.PodUpdate) {
 		}
 		switch u.Op {
 		case sources.ADD:
-			if _, known := d.cfg.Pods.Get(p.UID); !known && !d.admit(p) {
+			_, known := d.cfg.Pods.Get(p.UID)
+			if !known && !d.admit(p) {
 				continue
 			}
 			d.cfg.Pods.AddOrUpdate(p)
+			if !known {
+				d.updateQOS()
+			}
 			d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Sync})
 		case sources.UPDATE:
 			if _, known := d.cfg.Pods.Get(p.UID); !known {
@@ -135,15 +144,7 @@ func (d *Dispatcher) admit(p *v1.Pod) bool {
 	if d.cfg.Admit == nil {
 		return true
 	}
-	states := d.cfg.Workers.States()
-	var active []*v1.Pod
-	for _, other := range d.cfg.Pods.List() {
-		if s, ok := states[other.UID]; ok && s.State != podworkers.Syncing {
-			continue // terminating or terminated pods hold no resources
-		}
-		active = append(active, other)
-	}
-	ok, reason, message := d.cfg.Admit(p, active)
+	ok, reason, message := d.cfg.Admit(p, d.active())
 	if ok {
 		return true
 	}
@@ -152,6 +153,17 @@ func (d *Dispatcher) admit(p *v1.Pod) bool {
 		d.cfg.Reject(p, reason, message)
 	}
 	return false
+}
+
+// active are the pods that hold node resources.
+func (d *Dispatcher) active() []*v1.Pod {
+	return podworkers.Active(d.cfg.Pods.List(), d.cfg.Workers.States())
+}
+
+func (d *Dispatcher) updateQOS() {
+	if d.cfg.UpdateQOS != nil {
+		d.cfg.UpdateQOS(d.active())
+	}
 }
 
 // handleMirror keeps the mirror index current. A mirror pod being deleted
@@ -189,6 +201,14 @@ func (d *Dispatcher) HandlePLEGEvent(ctx context.Context, e pleg.Event) {
 	}
 }
 
+// HandleProbeUpdate syncs the pod whose probe result changed (its
+// readiness, or a restart after a liveness or startup failure).
+func (d *Dispatcher) HandleProbeUpdate(ctx context.Context, u prober.Update) {
+	if !d.cfg.Workers.Sync(u.PodUID) {
+		klog.V(4).InfoS("Probe update for a pod without a worker", "podUID", u.PodUID, "container", u.ContainerName)
+	}
+}
+
 // HandleSyncTick syncs pods whose resync or back-off time has come.
 func (d *Dispatcher) HandleSyncTick(ctx context.Context) { d.cfg.Workers.SyncDue() }
 
@@ -198,6 +218,7 @@ func (d *Dispatcher) HandleHousekeeping(ctx context.Context) {
 	if d.cfg.OnHousekeeping != nil {
 		d.cfg.OnHousekeeping(ctx)
 	}
+	d.updateQOS()
 	states := d.cfg.Workers.States()
 	for uid, s := range states {
 		if _, wanted := d.cfg.Pods.Get(uid); !wanted && s.State == podworkers.Terminated && s.Cleaned {

@@ -13,6 +13,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/runtime/pleg"
+	"github.com/seed-kubelet/kubelet/internal/runtime/prober"
 	"github.com/seed-kubelet/kubelet/internal/sources"
 )
 
@@ -23,6 +24,9 @@ func (h *recordingHandler) HandlePodUpdate(ctx context.Context, u sources.PodUpd
 }
 func (h *recordingHandler) HandlePLEGEvent(ctx context.Context, e pleg.Event) {
 	h.calls = append(h.calls, "pleg "+string(e.Type))
+}
+func (h *recordingHandler) HandleProbeUpdate(ctx context.Context, u prober.Update) {
+	h.calls = append(h.calls, "probe "+u.Type.String())
 }
 func (h *recordingHandler) HandleSyncTick(ctx context.Context) { h.calls = append(h.calls, "sync") }
 func (h *recordingHandler) HandleHousekeeping(ctx context.Context) {
@@ -52,7 +56,7 @@ func TestIteration(t *testing.T) {
 			cfg, pl, sync, hk := make(chan sources.PodUpdate, 1), make(chan pleg.Event, 1), make(chan time.Time, 1), make(chan time.Time, 1)
 			tc.fill(cfg, pl, sync, hk)
 			h := &recordingHandler{}
-			more := Iteration(ctx, cfg, pl, sync, hk, h)
+			more := Iteration(ctx, Channels{Config: cfg, PLEG: pl, Sync: sync, Housekeeping: hk}, h)
 			if more != tc.wantMore {
 				t.Fatalf("Iteration returned %v, want %v", more, tc.wantMore)
 			}
@@ -70,7 +74,7 @@ func TestHousekeepingWaitsForPendingConfig(t *testing.T) {
 	h := &recordingHandler{}
 	// Whatever the select picks, housekeeping never runs before the update.
 	for i := 0; i < 2; i++ {
-		Iteration(context.Background(), cfg, nil, nil, hk, h)
+		Iteration(context.Background(), Channels{Config: cfg, Housekeeping: hk}, h)
 	}
 	if len(h.calls) == 0 || h.calls[0] != "config ADD" {
 		t.Fatalf("calls %v: housekeeping ran while a config update was pending", h.calls)

@@ -18,7 +18,7 @@ import (
 )
 
 // recordRunning sets the running pods and containers gauges from a relist.
-func recordRunning(pods []*kuberuntime.RunningPod) {
+func recordRunning(m *metrics.Metrics, pods []*kuberuntime.RunningPod) {
 	running := 0
 	byState := map[kuberuntime.ContainerState]int{}
 	for _, p := range pods {
@@ -32,9 +32,9 @@ func recordRunning(pods []*kuberuntime.RunningPod) {
 			byState[c.State]++
 		}
 	}
-	metrics.RunningPods.Set(float64(running))
+	m.RunningPods.Set(float64(running))
 	for _, st := range []kuberuntime.ContainerState{kuberuntime.StateCreated, kuberuntime.StateRunning, kuberuntime.StateExited, kuberuntime.StateUnknown} {
-		metrics.RunningContainers.WithLabelValues(string(st)).Set(float64(byState[st]))
+		m.RunningContainers.WithLabelValues(string(st)).Set(float64(byState[st]))
 	}
 }
 
@@ -76,6 +76,9 @@ type Config struct {
 	StreamRelistPeriod time.Duration
 	// RelistThreshold after which PLEG is unhealthy (3m upstream).
 	RelistThreshold time.Duration
+	// Metrics receives the relist durations and the running pods and
+	// containers; nil means a private set nobody serves.
+	Metrics *metrics.Metrics
 }
 
 // PLEG generates pod lifecycle events.
@@ -90,6 +93,9 @@ type PLEG struct {
 
 // New returns a PLEG.
 func New(cfg Config) *PLEG {
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
 	return &PLEG{cfg: cfg, out: make(chan Event, 1000)}
 }
 
@@ -126,7 +132,7 @@ func (p *PLEG) Relist(ctx context.Context) {
 		return
 	}
 	cur := make(map[types.UID]map[string]kuberuntime.ContainerState, len(pods))
-	recordRunning(pods)
+	recordRunning(p.cfg.Metrics, pods)
 	for _, pod := range pods {
 		m := make(map[string]kuberuntime.ContainerState, len(pod.Containers))
 		for _, c := range pod.Containers {
@@ -138,11 +144,11 @@ func (p *PLEG) Relist(ctx context.Context) {
 	events := Diff(p.last, cur)
 	p.last = cur
 	if !p.lastRelist.IsZero() {
-		metrics.PLEGRelistInterval.Observe(start.Sub(p.lastRelist).Seconds())
+		p.cfg.Metrics.PLEGRelistInterval.Observe(start.Sub(p.lastRelist).Seconds())
 	}
 	p.lastRelist = start
 	p.mu.Unlock()
-	relistDuration.Observe(p.cfg.Clock.Since(start).Seconds())
+	p.cfg.Metrics.PLEGRelistDuration.Observe(p.cfg.Clock.Since(start).Seconds())
 	for _, e := range events {
 		e.Source = "relist"
 		p.emit(e)

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/metrics"
 )
 
 type key struct {
@@ -34,10 +36,16 @@ type podState struct {
 	slots map[key]*slot
 }
 
+// updatesBuffer is how many result changes wait for the sync loop before
+// more are dropped (as upstream's PLEG channel, the loop reads them at once).
+const updatesBuffer = 1000
+
 // Manager owns the probe workers of all pods on the node.
 type Manager struct {
-	cfg   Config
-	clock clock.WithTicker
+	cfg     Config
+	clock   clock.WithTicker
+	metrics *metrics.Metrics
+	updates chan Update
 
 	mu   sync.Mutex
 	pods map[types.UID]*podState
@@ -50,8 +58,16 @@ func New(cfg Config) *Manager {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Manager{cfg: cfg, clock: clk, pods: map[types.UID]*podState{}}
+	m := cfg.Metrics
+	if m == nil {
+		m = metrics.New()
+	}
+	return &Manager{cfg: cfg, clock: clk, metrics: m, updates: make(chan Update, updatesBuffer), pods: map[types.UID]*podState{}}
 }
+
+// Updates receives every change of a probe result; the sync loop reads it
+// and syncs the pod.
+func (m *Manager) Updates() <-chan Update { return m.updates }
 
 // probedContainers lists the containers that may carry probes: regular
 // containers and restartable (sidecar) init containers.
@@ -115,7 +131,8 @@ func (m *Manager) addLocked(pod *v1.Pod) *podState {
 	return ps
 }
 
-// RemovePod stops all workers of the pod and forgets its results.
+// RemovePod stops all workers of the pod and forgets its results and its
+// probe metrics.
 func (m *Manager) RemovePod(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -123,10 +140,11 @@ func (m *Manager) RemovePod(uid types.UID) {
 	if ps == nil {
 		return
 	}
-	for _, s := range ps.slots {
+	for k, s := range ps.slots {
 		if s.cancel != nil {
 			s.cancel()
 		}
+		forgetProbe(m.metrics, k, ps.pod)
 	}
 	delete(m.pods, uid)
 }
@@ -219,11 +237,12 @@ func (m *Manager) setResult(k key, gen uint64, r Result) {
 }
 
 func (m *Manager) notify(updates []Update) {
-	if m.cfg.OnUpdate == nil {
-		return
-	}
 	for _, u := range updates {
-		m.cfg.OnUpdate(u)
+		select {
+		case m.updates <- u:
+		default:
+			klog.ErrorS(nil, "Probe result channel is full; the pod syncs at its next resync", "podUID", u.PodUID, "container", u.ContainerName, "probe", u.Type.String())
+		}
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/seed-kubelet/kubelet/internal/metrics"
 )
 
 func TestObserve(t *testing.T) {
@@ -93,16 +95,25 @@ func (s *scriptRuntime) count(cmd string) int {
 	return s.calls[cmd]
 }
 
+// updateLog collects what the manager sent on Updates so far (a send
+// completes before the call that caused it returns).
 type updateLog struct {
 	mu      sync.Mutex
+	src     <-chan Update
 	updates []Update
 }
 
-func (l *updateLog) add(u Update) { l.mu.Lock(); l.updates = append(l.updates, u); l.mu.Unlock() }
 func (l *updateLog) get() []Update {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]Update(nil), l.updates...)
+	for {
+		select {
+		case u := <-l.src:
+			l.updates = append(l.updates, u)
+		default:
+			return append([]Update(nil), l.updates...)
+		}
+	}
 }
 
 type fakeRecorder struct {
@@ -147,11 +158,14 @@ type harness struct {
 	log *updateLog
 	rec *fakeRecorder
 	m   *Manager
+	// metrics is the set the manager records into.
+	metrics *metrics.Metrics
 }
 
 func newHarness(t *testing.T, script map[string][]int32) *harness {
-	h := &harness{clk: testingclock.NewFakeClock(time.Unix(10000, 0)), rt: newScript(script), log: &updateLog{}, rec: &fakeRecorder{}}
-	h.m = New(Config{Runtime: h.rt, Clock: h.clk, Recorder: h.rec, OnUpdate: h.log.add})
+	h := &harness{clk: testingclock.NewFakeClock(time.Unix(10000, 0)), rt: newScript(script), log: &updateLog{}, rec: &fakeRecorder{}, metrics: metrics.New()}
+	h.m = New(Config{Runtime: h.rt, Clock: h.clk, Recorder: h.rec, Metrics: h.metrics})
+	h.log.src = h.m.Updates()
 	t.Cleanup(h.m.Stop)
 	return h
 }

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/metrics"
 )
 
 // Result is the outcome of a probe, or the aggregated state of a worker.
@@ -58,7 +60,7 @@ func (t ProbeType) String() string {
 	}
 }
 
-// Update is delivered to Config.OnUpdate whenever a worker's result changes.
+// Update is sent on Manager.Updates whenever a worker's result changes.
 type Update struct {
 	PodUID        types.UID
 	ContainerName string
@@ -85,6 +87,7 @@ type Config struct {
 	Clock clock.WithTicker
 	// Recorder receives probe events; optional.
 	Recorder Recorder
-	// OnUpdate is called (outside any lock) when a probe result changes.
-	OnUpdate func(Update)
+	// Metrics receives prober_probe_total and prober_probe_duration_seconds;
+	// nil means a private set nobody serves.
+	Metrics *metrics.Metrics
 }

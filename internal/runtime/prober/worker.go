@@ -134,9 +134,13 @@ func (m *Manager) probeStep(ctx context.Context, logger klog.Logger, w workerSpe
 	if w.key.t != Startup && !started {
 		return th, true
 	}
+	start := m.clock.Now()
 	o, err := probeOnce(ctx, w.probe, w.container, w.containerID, podIP, m.cfg.Runtime)
 	if ctx.Err() != nil {
 		return th, false
+	}
+	if err == nil {
+		recordProbe(m.metrics, w.key, pod, o.result, m.clock.Since(start))
 	}
 	if err != nil {
 		logger.V(1).Info("Probe errored", "err", err)

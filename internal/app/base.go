@@ -1,0 +1,75 @@
+package app
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/app/options"
+	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
+	"github.com/seed-kubelet/kubelet/internal/metrics"
+	"github.com/seed-kubelet/kubelet/internal/runtime/cri"
+)
+
+// containerLogsDir holds the legacy /var/log/containers links log shippers read.
+const containerLogsDir = "/var/log/containers"
+
+// base is what every later stage is built with: the configuration, the
+// clock, the metrics, and the connections to the runtime and (in cluster
+// mode) the API server.
+type base struct {
+	cfg     *kubeletconfig.KubeletConfiguration
+	flags   options.KubeletFlags
+	host    hostInfo
+	clock   clock.WithTicker
+	metrics *metrics.Metrics
+	cri     *cri.Client
+	version *runtimeapi.VersionResponse
+	// api is nil in standalone mode.
+	api      *clients
+	recorder events.Recorder
+}
+
+// connect dials the runtime and waits until it answers, and connects to
+// the API server when --kubeconfig is given.
+func connect(ctx context.Context, o *options.Options, host hostInfo) (*base, error) {
+	cfg := o.Config
+	clk := clock.RealClock{}
+	m := metrics.New()
+	client, err := cri.Dial(cri.Config{
+		RuntimeEndpoint: cfg.ContainerRuntimeEndpoint, ImageEndpoint: cfg.ImageServiceEndpoint,
+		Timeout: cfg.RuntimeRequestTimeout.Duration, Interceptors: []grpc.UnaryClientInterceptor{m.UnaryInterceptor},
+	})
+	if err != nil {
+		return nil, err
+	}
+	version, err := cri.WaitForRuntime(ctx, client.Runtime, clk)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	klog.InfoS("Container runtime initialized", "containerRuntime", version.RuntimeName, "version", version.RuntimeVersion, "apiVersion", version.RuntimeApiVersion)
+	var api *clients
+	var recorder events.Recorder = events.LogRecorder{}
+	if o.Flags.KubeConfig != "" {
+		if api, err = newClients(o.Flags.KubeConfig, cfg); err != nil {
+			client.Close()
+			return nil, err
+		}
+		recorder = eventRecorder(ctx, api.events, host.nodeName)
+	}
+	return &base{cfg: cfg, flags: o.Flags, host: host, clock: clk, metrics: m, cri: client, version: version, api: api, recorder: recorder}, nil
+}
+
+// apiClient is the main API client, nil in standalone mode.
+func (b *base) apiClient() kubeclient.Interface {
+	if b.api == nil {
+		return nil
+	}
+	return b.api.main
+}

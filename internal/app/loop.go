@@ -1,0 +1,195 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+
+	"github.com/seed-kubelet/kubelet/internal/api/server"
+	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/node/containergc"
+	"github.com/seed-kubelet/kubelet/internal/node/eviction"
+	"github.com/seed-kubelet/kubelet/internal/node/nodelease"
+	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
+	"github.com/seed-kubelet/kubelet/internal/node/stats"
+	"github.com/seed-kubelet/kubelet/internal/pods/admission"
+	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
+	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/syncloop"
+	"github.com/seed-kubelet/kubelet/internal/runtime/cri"
+	"github.com/seed-kubelet/kubelet/internal/runtime/pleg"
+)
+
+// Periods of the sync loop's ticks and the status API sync, as upstream.
+const (
+	syncTick         = time.Second
+	housekeepingTick = 2 * time.Second
+	statusResync     = 10 * time.Second
+	relistPeriod     = time.Second
+	streamRelist     = 10 * time.Second
+	relistThreshold  = 3 * time.Minute
+	workerBackOff    = 10 * time.Second
+)
+
+// loopParts are what runs beside the pods' syncs: the pod workers and the
+// loop feeding them, PLEG, garbage collection, eviction, the node's status
+// and lease, and the HTTP endpoints.
+type loopParts struct {
+	b           *base
+	pods        *podParts
+	workers     *podworkers.PodWorkers
+	containerGC *containergc.GC
+	pleg        *pleg.PLEG
+	health      *cri.Health
+	stats       *stats.Provider
+	eviction    *eviction.Manager
+	dispatcher  *syncloop.Dispatcher
+	servers     serverConfig
+	// cluster is nil in standalone mode.
+	cluster *clusterParts
+}
+
+// clusterParts are what a node of a cluster runs beside the sync loop.
+type clusterParts struct {
+	targets *statusmanager.Targets
+	node    *nodestatus.Controller
+	lease   *nodelease.Controller
+}
+
+// newLoopParts builds the pod workers and everything that watches the pods
+// and the node, and the dispatcher that hands the loop's inputs to them.
+func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*loopParts, error) {
+	cfg, clk := b.cfg, b.clock
+	workers := podworkers.New(ctx, podworkers.Config{
+		Syncer: p.syncer, Clock: clk, ResyncInterval: cfg.SyncFrequency.Duration, BackOffPeriod: workerBackOff,
+		OnTerminated: func(pod *v1.Pod) { p.statuses.Kick(pod.UID) },
+	})
+	containerGC := containergc.New(containergc.Config{
+		Runtime: b.cri.Runtime, Clock: clk, Policy: containerGCPolicy(b.flags), SourcesReady: p.sourcesReady,
+		Pods:       containergc.PodStateOf(containergc.PodStateConfig{Pods: p.pods, Workers: workers, Statuses: p.statuses}),
+		PodLogsDir: cfg.PodLogsDir, ContainerLogsDir: containerLogsDir, CleanLogs: p.logRotation.Clean,
+		Recorder: b.recorder, NodeRef: nodestatus.NodeRef(b.host.nodeName),
+	})
+	plegLoop := pleg.New(pleg.Config{
+		Lister: p.runtime, Clock: clk, Events: b.cri.Runtime, Metrics: b.metrics,
+		RelistPeriod: relistPeriod, StreamRelistPeriod: streamRelist, RelistThreshold: relistThreshold,
+	})
+	statsProvider := stats.New(stats.Config{
+		Runtime: b.cri.Runtime, Images: b.cri.Image, Pods: p.pods, NodeName: b.host.nodeName,
+		RootDir: b.flags.RootDirectory, PodLogsDir: cfg.PodLogsDir, Clock: clk,
+		VolumeStatsAggPeriod: cfg.VolumeStatsAggPeriod.Duration,
+	})
+	evictionMgr, err := newEvictionManager(b, p, workers, statsProvider, containerGC)
+	if err != nil {
+		return nil, err
+	}
+	admitter, err := admission.NewAdmitter(admission.AdmitterConfig{
+		Node: node.latest, Pressure: evictionMgr,
+		KernelRelease: node.machine.KernelVersion, AllowedUnsafeSysctls: cfg.AllowedUnsafeSysctls,
+	})
+	if err != nil {
+		return nil, err
+	}
+	health := cri.NewHealth(cri.HealthConfig{Runtime: b.cri.Runtime, Clock: clk})
+	dc := syncloop.DispatcherConfig{
+		Pods: p.pods, Workers: workers, Runtime: p.runtime, SourcesReady: p.sourcesReady, Admit: admitter.Admit,
+		UpdateQOS: node.containers.UpdateQOS, CleanupPodCgroups: node.containers.Housekeeping,
+	}
+	var cluster *clusterParts
+	if b.api != nil {
+		source := nodestatus.NewSource(nodestatus.SourceConfig{
+			Static: node.static, Runtime: b.cri.Runtime, Images: b.cri.Image, PLEG: plegLoop, Pressure: evictionMgr,
+		})
+		cluster = newClusterParts(b, node, p, workers, source, evictionMgr.ConditionsChanged())
+		dc.Mirrors, dc.StatusChanged, dc.Reject = p.mirrors, p.statuses.Kick, cluster.targets.Reject
+	}
+	return &loopParts{
+		b: b, pods: p, workers: workers, containerGC: containerGC, pleg: plegLoop, health: health,
+		stats: statsProvider, eviction: evictionMgr, dispatcher: syncloop.NewDispatcher(dc), cluster: cluster,
+		servers: serverConfig{
+			pods: p.pods, statuses: p.statuses, runtime: p.runtime, stats: statsProvider,
+			checks: []server.HealthCheck{
+				{Name: "ping", Check: func() error { return nil }},
+				{Name: "pleg", Check: plegLoop.HealthCheck},
+				{Name: "runtime", Check: health.HealthCheck},
+			},
+		},
+	}, nil
+}
+
+// newEvictionManager builds the eviction manager: it reads the stats,
+// reclaims through the GCs and evicts through the pod workers.
+func newEvictionManager(b *base, p *podParts, workers *podworkers.PodWorkers, summary *stats.Provider, containerGC *containergc.GC) (*eviction.Manager, error) {
+	ec, err := evictionSettings(b.cfg)
+	if err != nil {
+		return nil, err
+	}
+	ec.Summary, ec.ImageGC, ec.ContainerGC = summary, p.imageGC, containerGC
+	ec.Killer = eviction.NewKiller(eviction.KillerConfig{Workers: workers, Statuses: p.statuses, Clock: b.clock})
+	ec.ActivePods = func() []*v1.Pod { return podworkers.Active(p.pods.List(), workers.States()) }
+	ec.DedicatedImageFs = eviction.DedicatedImageFs(b.flags.RootDirectory, b.cri.Image)
+	ec.Recorder, ec.NodeRef, ec.Clock, ec.Metrics = b.recorder, nodestatus.NodeRef(b.host.nodeName), b.clock, b.metrics
+	return eviction.New(ec)
+}
+
+// newClusterParts builds the status writer, the node status controller
+// and the lease.
+func newClusterParts(b *base, node *nodeParts, p *podParts, workers *podworkers.PodWorkers,
+	source *nodestatus.Source, pressureChanged <-chan struct{}) *clusterParts {
+	cfg := b.cfg
+	return &clusterParts{
+		targets: statusmanager.NewTargets(statusmanager.TargetsConfig{Pods: p.pods, Statuses: p.statuses, Recorder: b.recorder, Clock: b.clock}),
+		node: nodestatus.New(nodestatus.Config{
+			Client: b.api.heartbeat, NodeName: b.host.nodeName, Clock: b.clock, Inputs: source.Inputs,
+			UpdateFrequency: cfg.NodeStatusUpdateFrequency.Duration, ReportFrequency: cfg.NodeStatusReportFrequency.Duration,
+			RegisterNode: derefBool(cfg.RegisterNode, true), Recorder: b.recorder, Latest: node.latest, Wake: pressureChanged,
+			// Static pods waited for the Node's UID to write mirror pods.
+			OnRegistered: func(*v1.Node) { workers.SyncIf(podmanager.IsStatic) },
+		}),
+		lease: nodelease.New(nodelease.Config{
+			Client: b.api.heartbeat, NodeName: b.host.nodeName, Clock: b.clock,
+			LeaseDurationSeconds: cfg.NodeLeaseDurationSeconds, NodeUID: node.latest.UID,
+		}),
+	}
+}
+
+// start starts everything beside the loop, then the HTTP endpoints.
+func (l *loopParts) start(ctx context.Context) error {
+	b, p := l.b, l.pods
+	go l.containerGC.Run(ctx)
+	go p.imageGC.Run(ctx)
+	go p.logRotation.Run(ctx)
+	go l.pleg.Run(ctx)
+	go l.health.Run(ctx)
+	if err := startServers(ctx, b, l.servers); err != nil {
+		return err
+	}
+	if c := l.cluster; c != nil {
+		go p.statuses.RunAPISync(ctx, statusmanager.APISyncConfig{
+			Client: b.api.main, Clock: b.clock, ResyncPeriod: statusResync,
+			Target: c.targets.Target, Terminated: l.workers.IsTerminated,
+		})
+		go c.node.Run(ctx)
+		b.recorder.Eventf(nodestatus.NodeRef(b.host.nodeName), v1.EventTypeNormal, events.StartingKubelet, "Starting kubelet.")
+		go c.lease.Run(ctx)
+	}
+	go l.eviction.Run(ctx)
+	return nil
+}
+
+// run runs the sync loop until ctx ends.
+func (l *loopParts) run(ctx context.Context) {
+	syncTicker := l.b.clock.NewTicker(syncTick)
+	defer syncTicker.Stop()
+	hkTicker := l.b.clock.NewTicker(housekeepingTick)
+	defer hkTicker.Stop()
+	klog.InfoS("Kubelet started", "nodeName", l.b.host.nodeName, "nodeIPs", l.b.host.ips, "sources", sets.List(l.pods.sourceNames))
+	syncloop.Run(ctx, syncloop.Channels{
+		Config: l.pods.sources.Updates(), PLEG: l.pleg.Events(), Probes: l.pods.probes.Updates(),
+		Sync: syncTicker.C(), Housekeeping: hkTicker.C(),
+	}, l.dispatcher)
+}

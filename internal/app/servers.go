@@ -1,0 +1,82 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/seed-kubelet/kubelet/internal/api/auth"
+	"github.com/seed-kubelet/kubelet/internal/api/logs"
+	"github.com/seed-kubelet/kubelet/internal/api/server"
+	"github.com/seed-kubelet/kubelet/internal/api/streaming"
+	"github.com/seed-kubelet/kubelet/internal/node/stats"
+	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
+	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
+)
+
+// serverConfig is what the HTTP endpoints read.
+type serverConfig struct {
+	checks   []server.HealthCheck
+	pods     *podmanager.Manager
+	statuses *statusmanager.Manager
+	runtime  *kuberuntime.Manager
+	stats    *stats.Provider
+}
+
+// startServers starts the healthz port, the read-only port and the
+// authenticated kubelet API, as configured.
+func startServers(ctx context.Context, b *base, s serverConfig) error {
+	cfg := b.cfg
+	if cfg.HealthzPort != nil && *cfg.HealthzPort > 0 {
+		addr := net.JoinHostPort(cfg.HealthzBindAddress, strconv.Itoa(int(*cfg.HealthzPort)))
+		if err := server.Serve(ctx, "healthz", addr, server.HealthzMux(s.checks)); err != nil {
+			return err
+		}
+	}
+	logsCfg := logs.Config{Pods: s.pods, Runtime: b.cri.Runtime, Statuses: s.statuses, Clock: b.clock}
+	resourceRegistry := prometheus.NewRegistry()
+	resourceRegistry.MustRegister(s.stats.ResourceMetricsCollector())
+	apiCfg := server.APIConfig{
+		Pods: s.pods, Statuses: s.statuses, Checks: s.checks, Config: cfg,
+		RunningPods:   s.runtime.RunningAPIPods,
+		Metrics:       promhttp.HandlerFor(b.metrics.Registry(), promhttp.HandlerOpts{}),
+		Summary:       s.stats.SummaryHandler(),
+		ContainerLogs: logs.ContainerLogsHandler(logsCfg),
+		NodeLogs:      logs.NodeLogsHandler(logsCfg),
+		Streaming: streaming.Handler(streaming.Config{
+			Pods: s.pods, Runtime: b.cri.Runtime, StreamIdleTimeout: cfg.StreamingConnectionIdleTimeout.Duration,
+		}),
+		ResourceMetrics: promhttp.HandlerFor(resourceRegistry, promhttp.HandlerOpts{}),
+		ProbeMetrics:    promhttp.HandlerFor(b.metrics.ProbeRegistry(), promhttp.HandlerOpts{}),
+		EnableDebugging: derefBool(cfg.EnableDebuggingHandlers, true),
+		EnableProfiling: derefBool(cfg.EnableProfilingHandler, true),
+	}
+	if cfg.ReadOnlyPort > 0 {
+		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.ReadOnlyPort)))
+		if err := server.Serve(ctx, "read-only", addr, server.ReadOnlyMux(apiCfg)); err != nil {
+			return err
+		}
+	}
+	if !derefBool(cfg.EnableServer, true) || cfg.Port <= 0 {
+		return nil
+	}
+	filter, err := auth.New(auth.Config{Authentication: cfg.Authentication, Authorization: cfg.Authorization, Client: b.apiClient(), NodeName: b.host.nodeName, Clock: b.clock})
+	if err != nil {
+		return fmt.Errorf("kubelet API on port %d: %w (in standalone mode set authentication.webhook.enabled=false and authorization.mode=AlwaysAllow, or enableServer=false)", cfg.Port, err)
+	}
+	tlsCfg, err := server.TLSConfig(server.TLSOptions{
+		CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, CertDir: b.flags.CertDirectory,
+		Hostname: b.host.nodeName, IPs: b.host.ips, MinVersion: cfg.TLSMinVersion, CipherSuites: cfg.TLSCipherSuites,
+		ClientCAs: filter.ClientCAs(),
+	})
+	if err != nil {
+		return err
+	}
+	addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.Port)))
+	return server.ServeTLS(ctx, "kubelet API", addr, filter.Wrap(server.APIMux(apiCfg)), tlsCfg)
+}

@@ -1,0 +1,68 @@
+package statusmanager
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+)
+
+type eventLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *eventLog) Eventf(_ runtime.Object, eventtype, reason, format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, eventtype+" "+reason)
+}
+
+func TestTargets(t *testing.T) {
+	pods := podmanager.NewManager()
+	statuses := NewManager(nil)
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rec := &eventLog{}
+	tg := NewTargets(TargetsConfig{Pods: pods, Statuses: statuses, Recorder: rec, Clock: clk})
+
+	api := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "api", Name: "web", Namespace: "ns", Annotations: map[string]string{"kubernetes.io/config.source": "api"}}}
+	static := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "static", Name: "etcd-n", Namespace: "kube-system",
+		Annotations: map[string]string{"kubernetes.io/config.source": "file", podmanager.HashAnnotation: "static"}}}
+	pods.AddOrUpdate(api)
+	pods.AddOrUpdate(static)
+
+	if got, ok := tg.Target("api"); !ok || got != (Target{Namespace: "ns", Name: "web", UID: "api"}) {
+		t.Errorf("API pod: target %+v %v", got, ok)
+	}
+	if _, ok := tg.Target("static"); ok {
+		t.Error("static pod without a mirror pod has a target")
+	}
+	mirror := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "mirror", Name: "etcd-n", Namespace: "kube-system",
+		Annotations: map[string]string{podmanager.MirrorAnnotation: "static"}}}
+	pods.AddOrUpdate(mirror)
+	if got, ok := tg.Target("static"); !ok || got.UID != "mirror" {
+		t.Errorf("static pod: target %+v %v, want its mirror pod", got, ok)
+	}
+	if _, ok := tg.Target("unknown"); ok {
+		t.Error("unknown pod has a target")
+	}
+
+	rejected := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "rej", Name: "big", Namespace: "ns"}}
+	tg.Reject(rejected, "OutOfmemory", "Node didn't have enough resource: memory")
+	if got, ok := tg.Target("rej"); !ok || got.Name != "big" {
+		t.Errorf("rejected pod: target %+v %v", got, ok)
+	}
+	st, _ := statuses.Get("rej")
+	if st.Phase != v1.PodFailed || st.Reason != "OutOfmemory" || st.StartTime == nil || !st.StartTime.Time.Equal(clk.Now()) {
+		t.Errorf("rejected status = %+v", st)
+	}
+	if len(rec.events) != 1 || rec.events[0] != "Warning OutOfmemory" {
+		t.Errorf("events = %v", rec.events)
+	}
+}

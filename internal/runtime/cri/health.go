@@ -1,0 +1,110 @@
+package cri
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Start-up and health polling delays.
+const (
+	versionRetryInitial = 500 * time.Millisecond
+	versionRetryMax     = 30 * time.Second
+	// HealthPeriod is how often Health asks the runtime's Status.
+	HealthPeriod = 5 * time.Second
+)
+
+// VersionClient is the part of the runtime service WaitForRuntime asks.
+type VersionClient interface {
+	Version(ctx context.Context, in *runtimeapi.VersionRequest, opts ...grpc.CallOption) (*runtimeapi.VersionResponse, error)
+}
+
+// StatusClient is the part of the runtime service Health asks.
+type StatusClient interface {
+	Status(ctx context.Context, in *runtimeapi.StatusRequest, opts ...grpc.CallOption) (*runtimeapi.StatusResponse, error)
+}
+
+var (
+	_ VersionClient = (runtimeapi.RuntimeServiceClient)(nil)
+	_ StatusClient  = (runtimeapi.RuntimeServiceClient)(nil)
+)
+
+// WaitForRuntime asks the runtime's Version until it answers, waiting
+// 0.5s, 1s, 2s, ... up to 30s between tries, or until ctx ends.
+func WaitForRuntime(ctx context.Context, rs VersionClient, clk clock.Clock) (*runtimeapi.VersionResponse, error) {
+	delay := versionRetryInitial
+	for {
+		v, err := rs.Version(ctx, &runtimeapi.VersionRequest{})
+		if err == nil {
+			return v, nil
+		}
+		klog.ErrorS(err, "Container runtime is not reachable yet, retrying", "after", delay)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("container runtime never became reachable: %w", err)
+		case <-clk.After(delay):
+		}
+		if delay < versionRetryMax {
+			delay *= 2
+		}
+	}
+}
+
+// HealthConfig configures a Health.
+type HealthConfig struct {
+	Runtime StatusClient // required
+	Clock   clock.Clock  // required
+}
+
+// Health keeps the runtime's last health, polled every HealthPeriod, for
+// /healthz.
+type Health struct {
+	cfg  HealthConfig
+	mu   sync.Mutex
+	last error
+}
+
+// NewHealth returns a Health that reports healthy until Run first asks.
+func NewHealth(cfg HealthConfig) *Health { return &Health{cfg: cfg} }
+
+// HealthCheck returns why the runtime is unhealthy, or nil.
+func (h *Health) HealthCheck() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last
+}
+
+// Run polls until ctx ends.
+func (h *Health) Run(ctx context.Context) {
+	for {
+		err := StatusError(h.cfg.Runtime.Status(ctx, &runtimeapi.StatusRequest{}))
+		h.mu.Lock()
+		h.last = err
+		h.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.cfg.Clock.After(HealthPeriod):
+		}
+	}
+}
+
+// StatusError turns a Status answer into the runtime's health: nil when
+// it answered and says it is ready. Pure.
+func StatusError(resp *runtimeapi.StatusResponse, err error) error {
+	if err != nil {
+		return fmt.Errorf("container runtime is down: %w", err)
+	}
+	for _, c := range resp.GetStatus().GetConditions() {
+		if c.Type == runtimeapi.RuntimeReady && !c.Status {
+			return fmt.Errorf("container runtime is not ready: %s: %s", c.Reason, c.Message)
+		}
+	}
+	return nil
+}
