@@ -224,10 +224,12 @@ func TestDispatcherReconcileReadinessGates(t *testing.T) {
 func TestRun(t *testing.T) {
 	cfg, pl := make(chan sources.PodUpdate), make(chan pleg.Event)
 	sync, hk := make(chan time.Time), make(chan time.Time)
+	probes := make(chan prober.Update)
 	h := &blockingHandler{calls: make(chan string)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { Run(ctx, Channels{Config: cfg, PLEG: pl, Sync: sync, Housekeeping: hk}, h); close(done) }()
+	chans := Channels{Config: cfg, PLEG: pl, Probes: probes, Sync: sync, Housekeeping: hk}
+	go func() { Run(ctx, chans, h); close(done) }()
 	cfg <- sources.PodUpdate{Op: sources.ADD}
 	if c := <-h.calls; c != "config ADD" {
 		t.Fatalf("handled %q", c)
@@ -236,13 +238,17 @@ func TestRun(t *testing.T) {
 	if c := <-h.calls; c != "pleg ContainerStarted" {
 		t.Fatalf("handled %q", c)
 	}
+	probes <- prober.Update{PodUID: "p"}
+	if c := <-h.calls; c != "probe p" {
+		t.Fatalf("handled %q", c)
+	}
 	hk <- time.Unix(0, 0)
 	if c := <-h.calls; c != "housekeeping" {
 		t.Fatalf("handled %q", c)
 	}
 	cancel()
 	<-done
-	if Iteration(ctx, cfg, pl, sync, hk, h) {
+	if Iteration(ctx, chans, h) {
 		t.Fatal("an iteration after the context ended asks for more")
 	}
 }
@@ -255,6 +261,9 @@ func (h *blockingHandler) HandlePodUpdate(_ context.Context, u sources.PodUpdate
 }
 func (h *blockingHandler) HandlePLEGEvent(_ context.Context, e pleg.Event) {
 	h.calls <- "pleg " + string(e.Type)
+}
+func (h *blockingHandler) HandleProbeUpdate(_ context.Context, u prober.Update) {
+	h.calls <- "probe " + string(u.PodUID)
 }
 func (h *blockingHandler) HandleSyncTick(context.Context)     { h.calls <- "sync" }
 func (h *blockingHandler) HandleHousekeeping(context.Context) { h.calls <- "housekeeping" }
