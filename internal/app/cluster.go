@@ -23,6 +23,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/pods/admission"
 	"github.com/seed-kubelet/kubelet/internal/pods/mirror"
 	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
 	"github.com/seed-kubelet/kubelet/internal/pods/syncloop"
@@ -114,7 +115,7 @@ func (s *statusTargets) target(uid types.UID) (statusmanager.Target, bool) {
 			return statusmanager.Target{}, false
 		}
 	}
-	if podmanager.IsStatic(p) {
+	if podutil.IsStaticPod(p) {
 		mp, ok := s.pods.Mirror(p)
 		if !ok {
 			return statusmanager.Target{}, false
@@ -196,7 +197,7 @@ func startCluster(ctx context.Context, d clusterDeps, dcfg *syncloop.DispatcherC
 			d.node.set(n)
 			// Static pods waited for the Node's UID to write mirror pods.
 			for _, sp := range d.pods.List() {
-				if podmanager.IsStatic(sp) {
+				if podutil.IsStaticPod(sp) {
 					d.workers.Sync(sp.UID)
 				}
 			}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/events"
-	"github.com/seed-kubelet/kubelet/internal/pods/qos"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // DefaultMonitoringInterval is upstream's evictionMonitoringPeriod (not
@@ -252,7 +252,7 @@ func (m *Manager) Synchronize(ctx context.Context) (*v1.Pod, error) {
 		}
 	}
 	for _, pod := range active {
-		if qos.IsCriticalPod(pod) {
+		if podutil.IsCriticalPod(pod) {
 			klog.ErrorS(nil, "Eviction manager: cannot evict a critical pod", "pod", klog.KObj(pod))
 			continue
 		}

@@ -6,9 +6,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/pods/qos"
 )
 
@@ -47,7 +49,7 @@ func Message(res v1.ResourceName, pod *v1.Pod, stats PodStats, act []Threshold, 
 	if !ok {
 		return b.String(), ann
 	}
-	if res == v1.ResourceMemory && qos.IsPodLevelResourcesSet(pod) && ps.Memory != nil {
+	if res == v1.ResourceMemory && resourcehelper.IsPodLevelResourcesSet(pod) && ps.Memory != nil {
 		if req, ok := pod.Spec.Resources.Requests[res]; ok {
 			u := workingSet(ps.Memory)
 			fmt.Fprintf(&b, "Pod %s was using %s, request is %s, has larger consumption of %s. ", pod.Name, u.String(), req.String(), res)
@@ -118,7 +120,7 @@ func GracePeriod(t Threshold, pod *v1.Pod, maxPodGracePeriod int64) int64 {
 // under memory pressure alone every pod but BestEffort ones that do not
 // tolerate the memory-pressure taint; under any other pressure none.
 func Admit(pod *v1.Pod, conditions []v1.NodeConditionType) (ok bool, reason, message string) {
-	if len(conditions) == 0 || qos.IsCriticalPod(pod) {
+	if len(conditions) == 0 || podutil.IsCriticalPod(pod) {
 		return true, "", ""
 	}
 	if len(conditions) == 1 && conditions[0] == v1.NodeMemoryPressure {

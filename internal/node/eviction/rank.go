@@ -6,9 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
-
-	"github.com/seed-kubelet/kubelet/internal/pods/qos"
 )
 
 // PodStats finds a pod's stats in a summary.
@@ -126,15 +125,21 @@ func priority(p *v1.Pod) int32 {
 	return 0
 }
 
+// podRequest is the pod's request for name as upstream's eviction ranking
+// reads it (GetResourceRequestQuantity): pod-level requests alone when the
+// pod sets pod-level resources, else the containers' aggregate; overhead is
+// added to a non-zero request.
 func podRequest(p *v1.Pod, name v1.ResourceName) resource.Quantity {
-	q, ok := qos.PodRequests(p)[name]
-	if !ok {
-		return resource.Quantity{}
+	q := resource.Quantity{Format: resource.DecimalSI}
+	if name == v1.ResourceMemory || name == v1.ResourceEphemeralStorage {
+		q.Format = resource.BinarySI
 	}
-	if p.Spec.Overhead != nil {
-		if o, ok := p.Spec.Overhead[name]; ok {
-			q.Add(o)
-		}
+	opts := resourcehelper.PodResourcesOptions{SkipContainerLevelResources: resourcehelper.IsPodLevelResourcesSet(p), ExcludeOverhead: true}
+	if r, ok := resourcehelper.PodRequests(p, opts)[name]; ok {
+		q.Add(r)
+	}
+	if o, ok := p.Spec.Overhead[name]; ok && !q.IsZero() {
+		q.Add(o)
 	}
 	return q
 }

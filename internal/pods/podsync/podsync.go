@@ -16,6 +16,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/metrics"
 	"github.com/seed-kubelet/kubelet/internal/pods/podstatus"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
@@ -171,7 +172,7 @@ func (s *Syncer) observeStart(pod *v1.Pod, ps v1.PodStatus) {
 	s.started[pod.UID] = true
 	s.mu.Unlock()
 	now := s.cfg.Clock.Now()
-	if seen, err := time.Parse(time.RFC3339Nano, pod.Annotations["kubernetes.io/config.seen"]); err == nil {
+	if seen, err := time.Parse(time.RFC3339Nano, pod.Annotations[podutil.ConfigFirstSeenAnnotationKey]); err == nil {
 		metrics.PodStartDuration.Observe(now.Sub(seen).Seconds())
 	}
 	if !pod.CreationTimestamp.IsZero() {
@@ -349,7 +350,7 @@ func (s *Syncer) probe(pod *v1.Pod, st *kuberuntime.PodStatus) map[string]kuberu
 			Message: fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, kind)}
 	}
 	for i := range pod.Spec.InitContainers {
-		if c := &pod.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		if c := &pod.Spec.InitContainers[i]; podutil.IsRestartableInitContainer(c) {
 			check(c)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/node/containergc"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 )
 
@@ -106,8 +107,8 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, grace
 func splitForKill(pod *v1.Pod, st *PodStatus) (first, sidecars []*ContainerStatus) {
 	order := map[string]int{}
 	if pod != nil {
-		for i, c := range pod.Spec.InitContainers {
-			if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		for i := range pod.Spec.InitContainers {
+			if c := &pod.Spec.InitContainers[i]; podutil.IsRestartableInitContainer(c) {
 				order[c.Name] = i
 			}
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/seed-kubelet/kubelet/internal/backoff"
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 )
 
@@ -199,7 +200,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, unhea
 	for _, i := range actions.InitContainersToStart {
 		c := &pod.Spec.InitContainers[i]
 		m.startContainer(ctx, &res, pod, st, c, sandboxID, sandboxConfig, podIPs)
-		if !isRestartableInit(c) {
+		if !podutil.IsRestartableInitContainer(c) {
 			// Regular init containers run one at a time: the next sync
 			// (woken by its exit) starts the one after.
 			return res
