@@ -16,6 +16,7 @@ import (
 
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/node/eviction"
+	"github.com/seed-kubelet/kubelet/internal/node/eviction/evictionapi"
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
 	"github.com/seed-kubelet/kubelet/internal/node/stats"
 	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
@@ -45,7 +46,7 @@ type evictionDeps struct {
 // newEvictionManager parses the eviction settings and builds the manager.
 func newEvictionManager(d evictionDeps) (*eviction.Manager, error) {
 	cfg := d.cfg
-	thresholds, ignored, err := eviction.ParseThresholds(eviction.ThresholdConfig{
+	thresholds, ignored, err := evictionapi.ParseThresholds(evictionapi.ThresholdConfig{
 		Hard: cfg.EvictionHard, Soft: cfg.EvictionSoft, SoftGracePeriod: cfg.EvictionSoftGracePeriod,
 		MinimumReclaim: cfg.EvictionMinimumReclaim, EnforceNodeAllocatable: cfg.EnforceNodeAllocatable,
 	})

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/node/eviction/evictionapi"
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
@@ -55,8 +56,8 @@ type PodKiller interface {
 // Config configures a Manager.
 type Config struct {
 	// Thresholds are the parsed evictionHard/evictionSoft settings
-	// (ParseThresholds); none makes Run idle.
-	Thresholds []Threshold
+	// (evictionapi.ParseThresholds); none makes Run idle.
+	Thresholds []evictionapi.Threshold
 	// PressureTransitionPeriod is evictionPressureTransitionPeriod.
 	PressureTransitionPeriod time.Duration
 	// MaxPodGracePeriodSeconds is evictionMaxPodGracePeriod.
@@ -345,9 +346,9 @@ func (m *Manager) updateNotifier(ctx context.Context, s *statsapi.Summary, now t
 		return
 	}
 	m.notifierUpdated = now
-	var t *Threshold
+	var t *evictionapi.Threshold
 	for i := range m.cfg.Thresholds {
-		if m.cfg.Thresholds[i].Signal == SignalMemoryAvailable && (t == nil || m.cfg.Thresholds[i].Hard()) {
+		if m.cfg.Thresholds[i].Signal == evictionapi.SignalMemoryAvailable && (t == nil || m.cfg.Thresholds[i].Hard()) {
 			t = &m.cfg.Thresholds[i]
 		}
 	}
@@ -380,7 +381,7 @@ func (m *Manager) updateNotifier(ctx context.Context, s *statsapi.Summary, now t
 // cache included) at which memory.available crosses t: capacity minus the
 // threshold, plus the inactive file cache usage counts but the working set
 // does not.
-func MemcgThreshold(t Threshold, m *statsapi.MemoryStats) (int64, bool) {
+func MemcgThreshold(t evictionapi.Threshold, m *statsapi.MemoryStats) (int64, bool) {
 	if m == nil || m.AvailableBytes == nil || m.WorkingSetBytes == nil || m.UsageBytes == nil {
 		return 0, false
 	}
@@ -410,6 +411,6 @@ func logObservations(prefix string, obs Observations) {
 		return
 	}
 	for s, o := range obs {
-		klog.V(3).InfoS("Eviction manager:", "log", prefix, "signal", s, "resourceName", signalResource[s], "available", o.Available.String(), "capacity", o.Capacity.String(), "time", o.Time)
+		klog.V(3).InfoS("Eviction manager:", "log", prefix, "signal", s, "resourceName", evictionapi.ResourceOf(s), "available", o.Available.String(), "capacity", o.Capacity.String(), "time", o.Time)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/seed-kubelet/kubelet/internal/node/eviction/evictionapi"
 )
 
 // fakeNode is the world the manager sees: a summary built on demand from
@@ -100,7 +102,7 @@ func newFakeNode() *fakeNode {
 	}
 }
 
-func newTestManager(t *testing.T, f *fakeNode, cfg ThresholdConfig, gc bool) (*Manager, *[][]v1.NodeConditionType) {
+func newTestManager(t *testing.T, f *fakeNode, cfg evictionapi.ThresholdConfig, gc bool) (*Manager, *[][]v1.NodeConditionType) {
 	t.Helper()
 	var changes [][]v1.NodeConditionType
 	c := Config{
@@ -122,7 +124,7 @@ func TestManagerReclaimsImagesBeforeEvicting(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeNode()
 	f.pods = []*v1.Pod{testPod("a", "", 0)}
-	m, _ := newTestManager(t, f, ThresholdConfig{Hard: map[string]string{"nodefs.available": "10%"}}, true)
+	m, _ := newTestManager(t, f, evictionapi.ThresholdConfig{Hard: map[string]string{"nodefs.available": "10%"}}, true)
 
 	// 5Gi of 100Gi available, below 10%; the image GC frees 20Gi.
 	f.diskAvail, f.imageFree = 5<<30, 20<<30
@@ -156,7 +158,7 @@ func TestManagerReclaimsImagesBeforeEvicting(t *testing.T) {
 func TestManagerWithoutCollectorsEvicts(t *testing.T) {
 	f := newFakeNode()
 	f.pods = []*v1.Pod{testPod("a", "", 0)}
-	m, _ := newTestManager(t, f, ThresholdConfig{Hard: map[string]string{"imagefs.available": "15%"}}, false)
+	m, _ := newTestManager(t, f, evictionapi.ThresholdConfig{Hard: map[string]string{"imagefs.available": "15%"}}, false)
 	f.diskAvail = 1 << 30
 	evicted, err := m.Synchronize(context.Background())
 	if err != nil || evicted == nil {
@@ -176,7 +178,7 @@ func TestManagerMemoryPressure(t *testing.T) {
 	be := testPod("be", "", 0)
 	f.pods = []*v1.Pod{static, within, be}
 	f.podWS = map[string]int64{"static": 500 * mi, "within": 600 * mi, "be": 20 * mi}
-	m, changes := newTestManager(t, f, ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}}, true)
+	m, changes := newTestManager(t, f, evictionapi.ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}}, true)
 
 	f.memWS = 300 * mi
 	if ev, _ := m.Synchronize(ctx); ev != nil || m.IsUnderMemoryPressure() {
@@ -191,7 +193,7 @@ func TestManagerMemoryPressure(t *testing.T) {
 		t.Fatalf("evicted %v, err %v; want be", ev, err)
 	}
 	st := f.statuses["be"]
-	if st.Phase != v1.PodFailed || st.Reason != "Evicted" || !strings.HasPrefix(st.Message, "The node was low on resource: memory. Threshold quantity: 100Mi, available: 44Mi. Container c was using 20Mi, request is 0") {
+	if st.Phase != v1.PodFailed || st.Reason != "Evicted" || !strings.HasPrefix(st.Message, "The node was low on resource: memory. evictionapi.Threshold quantity: 100Mi, available: 44Mi. Container c was using 20Mi, request is 0") {
 		t.Errorf("status = %+v", st)
 	}
 	if len(st.Conditions) != 1 || st.Conditions[0].Type != v1.DisruptionTarget || st.Conditions[0].Reason != v1.PodReasonTerminationByKubelet {
@@ -248,7 +250,7 @@ func TestManagerSoftThresholdGracePeriods(t *testing.T) {
 	p := testPod("p", "", 0)
 	p.Spec.TerminationGracePeriodSeconds = ptr(int64(30))
 	f.pods = []*v1.Pod{p}
-	m, _ := newTestManager(t, f, ThresholdConfig{
+	m, _ := newTestManager(t, f, evictionapi.ThresholdConfig{
 		Soft: map[string]string{"memory.available": "300Mi"}, SoftGracePeriod: map[string]string{"memory.available": "1m"},
 	}, false)
 	f.memWS = 800 * mi
@@ -265,7 +267,7 @@ func TestManagerSoftThresholdGracePeriods(t *testing.T) {
 func TestManagerRunWakesOnSchedule(t *testing.T) {
 	f := newFakeNode()
 	f.pods = []*v1.Pod{testPod("a", "", 0)}
-	m, _ := newTestManager(t, f, ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}}, false)
+	m, _ := newTestManager(t, f, evictionapi.ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}}, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()

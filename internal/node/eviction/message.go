@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/seed-kubelet/kubelet/internal/node/eviction/evictionapi"
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/pods/qos"
 )
@@ -28,19 +29,19 @@ const (
 )
 
 // Message explains an eviction as upstream words it, e.g. "The node was
-// low on resource: memory. Threshold quantity: 100Mi, available: 90Mi.
+// low on resource: memory. evictionapi.Threshold quantity: 100Mi, available: 90Mi.
 // Container hog was using 300Mi, request is 0, has larger consumption of
 // memory. ", and returns the event annotations naming the containers.
-func Message(res v1.ResourceName, pod *v1.Pod, stats PodStats, act []Threshold, obs Observations) (string, map[string]string) {
+func Message(res v1.ResourceName, pod *v1.Pod, stats PodStats, act []evictionapi.Threshold, obs Observations) (string, map[string]string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "The node was low on resource: %s. ", res)
 	for _, t := range act {
-		if signalResource[t.Signal] != res {
+		if evictionapi.ResourceOf(t.Signal) != res {
 			continue
 		}
 		if o, ok := obs[t.Signal]; ok {
 			q := t.Value.Amount(o.Capacity)
-			fmt.Fprintf(&b, "Threshold quantity: %s, available: %s. ", q.String(), o.Available.String())
+			fmt.Fprintf(&b, "evictionapi.Threshold quantity: %s, available: %s. ", q.String(), o.Available.String())
 			break
 		}
 	}
@@ -98,7 +99,7 @@ func containerUsage(res v1.ResourceName, cs statsapi.ContainerStats) *resource.Q
 // a hard threshold (upstream's immediate eviction), for a soft one the
 // smaller of evictionMaxPodGracePeriod and the pod's own (a negative
 // maximum defers to the pod, as the flag documents).
-func GracePeriod(t Threshold, pod *v1.Pod, maxPodGracePeriod int64) int64 {
+func GracePeriod(t evictionapi.Threshold, pod *v1.Pod, maxPodGracePeriod int64) int64 {
 	if t.Hard() {
 		return 1
 	}
