@@ -28,6 +28,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/api/server"
 	"github.com/seed-kubelet/kubelet/internal/api/streaming"
 	"github.com/seed-kubelet/kubelet/internal/app/options"
+	"github.com/seed-kubelet/kubelet/internal/backoff"
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 	"github.com/seed-kubelet/kubelet/internal/metrics"
@@ -432,20 +433,18 @@ func startServers(ctx context.Context, d serverDeps) error {
 
 // waitForRuntime retries Version with back-off until the runtime answers.
 func waitForRuntime(ctx context.Context, rs runtimeapi.RuntimeServiceClient, clk clock.Clock) (*runtimeapi.VersionResponse, error) {
-	delay := 500 * time.Millisecond
+	delays := backoff.Doubling(500*time.Millisecond, 30*time.Second)
 	for {
 		v, err := rs.Version(ctx, &runtimeapi.VersionRequest{})
 		if err == nil {
 			return v, nil
 		}
+		delay := delays.Step()
 		klog.ErrorS(err, "Container runtime is not reachable yet, retrying", "after", delay)
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("container runtime never became reachable: %w", err)
 		case <-clk.After(delay):
-		}
-		if delay < 30*time.Second {
-			delay *= 2
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/seed-kubelet/kubelet/internal/backoff"
 	"github.com/seed-kubelet/kubelet/internal/pods/podsync"
 	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
@@ -106,7 +107,7 @@ collect:
 
 // runPod syncs a pod until all its containers run or it finished.
 func (c runOnceConfig) runPod(ctx context.Context, p *v1.Pod) (v1.PodPhase, error) {
-	delay := runOnceRetryDelay
+	delays := backoff.Doubling(runOnceRetryDelay, 10*time.Second)
 	var lastErr error
 	for attempt := 0; attempt < runOnceMaxRetries; attempt++ {
 		_, err := c.Syncer.SyncPod(ctx, p)
@@ -126,11 +127,7 @@ func (c runOnceConfig) runPod(ctx context.Context, p *v1.Pod) (v1.PodPhase, erro
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
-		case <-c.Clock.After(delay):
-		}
-		delay *= 2
-		if delay > 10*time.Second {
-			delay = 10 * time.Second
+		case <-c.Clock.After(delays.Step()):
 		}
 	}
 	if lastErr == nil {

@@ -1,7 +1,10 @@
-// Package backoff owns per-key exponential back-off with an injected clock,
-// as the kubelet uses it for crash-looping containers and failed image pulls.
+// Package backoff holds upstream's per-key back-off settings (crash-looping
+// containers, failed image pulls, failed volume set-up) on client-go's
+// flowcontrol.Backoff, which does the arithmetic, and the one helper the
+// kubelet needs beyond it: how long a key must still wait.
 //
-// Invariants: a key's delay starts at Initial, doubles on each failure up to
-// Max, and is forgotten once the key has been quiet for 2*Max (so a
-// container that ran cleanly for ten minutes starts again at Initial).
+// Invariants: a key's delay starts at the initial value, doubles on each
+// failure up to the maximum, and starts again once the key has been quiet
+// for twice the maximum (a container that ran cleanly for ten minutes
+// starts again at 10s); time is always the injected clock.
 package backoff

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -119,8 +120,8 @@ type Syncer struct {
 	cfg      Config
 	mu       sync.Mutex
 	failures map[types.UID]map[string]kuberuntime.ContainerFailure
-	started  map[types.UID]bool // pods whose start duration was recorded
-	mounts   *backoff.Backoff   // per pod UID, while volumes fail to set up
+	started  map[types.UID]bool   // pods whose start duration was recorded
+	mounts   *flowcontrol.Backoff // per pod UID, while volumes fail to set up
 	// mountFailed is when each pod's volumes last failed (and were reported).
 	mountFailed map[types.UID]time.Time
 }
@@ -283,7 +284,7 @@ func (s *Syncer) setUpVolumes(ctx context.Context, pod *v1.Pod) (time.Duration, 
 	s.mu.Unlock()
 	now := s.cfg.Clock.Now()
 	if failedBefore {
-		if left := s.mounts.Remaining(key, last); left > 0 {
+		if left := backoff.Remaining(s.mounts, key, last); left > 0 {
 			return left, false // this failure was reported already
 		}
 	}
@@ -297,7 +298,7 @@ func (s *Syncer) setUpVolumes(ctx context.Context, pod *v1.Pod) (time.Duration, 
 	s.mu.Lock()
 	s.mountFailed[pod.UID] = now
 	s.mu.Unlock()
-	return s.mounts.Delay(key), false
+	return s.mounts.Get(key), false
 }
 
 // probe tells the prober which container instances run now and returns

@@ -49,16 +49,16 @@ type ImageConfig struct {
 // with back-off after failed pulls.
 type ImagePuller struct {
 	cfg     ImageConfig
-	backoff *backoff.Backoff
+	backoff *flowcontrol.Backoff
 	mu      sync.Mutex
-	lastErr map[string]string // last pull error per back-off key
+	lastErr map[string]pullFailure // last pull failure per back-off key
 	slots   chan struct{}
 	limiter flowcontrol.RateLimiter
 }
 
 // NewImagePuller returns an ImagePuller.
 func NewImagePuller(cfg ImageConfig) *ImagePuller {
-	p := &ImagePuller{cfg: cfg, backoff: backoff.New(10*time.Second, 300*time.Second, cfg.Clock), lastErr: map[string]string{}}
+	p := &ImagePuller{cfg: cfg, backoff: backoff.NewImagePull(cfg.Clock), lastErr: map[string]pullFailure{}}
 	switch {
 	case cfg.SerializePulls:
 		p.slots = make(chan struct{}, 1)
@@ -102,20 +102,21 @@ func (p *ImagePuller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		p.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.ErrImageNeverPull, "%s", msg)
 		return "", fmt.Errorf("%w: %s", ErrImageNeverPull, msg)
 	}
-	key := string(pod.UID) + "/" + image
-	if p.backoff.Remaining(key, p.cfg.Clock.Now()) > 0 {
+	key := pullKey(pod, image)
+	p.mu.Lock()
+	last := p.lastErr[key]
+	p.mu.Unlock()
+	if backoff.Remaining(p.backoff, key, last.at) > 0 {
 		p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.BackOff, "Back-off pulling image %q", image)
-		p.mu.Lock()
-		last := p.lastErr[key]
-		p.mu.Unlock()
-		return "", fmt.Errorf("%w: Back-off pulling image %q: %s", ErrImagePullBack, image, last)
+		return "", fmt.Errorf("%w: Back-off pulling image %q: %s", ErrImagePullBack, image, last.msg)
 	}
 	ref, err = p.pull(ctx, pod, spec, sandbox, creds)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
-		p.backoff.Next(key, p.cfg.Clock.Now())
-		p.lastErr[key] = err.Error()
+		now := p.cfg.Clock.Now()
+		p.backoff.Next(key, now)
+		p.lastErr[key] = pullFailure{msg: err.Error(), at: now}
 		return "", err
 	}
 	p.backoff.Reset(key)
@@ -125,8 +126,22 @@ func (p *ImagePuller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 
 // RetryAfter is how long until a pull of image for pod may be tried again.
 func (p *ImagePuller) RetryAfter(pod *v1.Pod, image string) time.Duration {
-	return p.backoff.Remaining(string(pod.UID)+"/"+image, p.cfg.Clock.Now())
+	key := pullKey(pod, image)
+	p.mu.Lock()
+	last := p.lastErr[key]
+	p.mu.Unlock()
+	return backoff.Remaining(p.backoff, key, last.at)
 }
+
+// pullFailure is the last failed pull of a back-off key: its message and
+// when it failed (the back-off runs from then, as upstream's
+// IsInBackOffSinceUpdate).
+type pullFailure struct {
+	msg string
+	at  time.Time
+}
+
+func pullKey(pod *v1.Pod, image string) string { return string(pod.UID) + "/" + image }
 
 func (p *ImagePuller) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, sandbox *runtimeapi.PodSandboxConfig, creds []*runtimeapi.AuthConfig) (string, error) {
 	image := spec.Image

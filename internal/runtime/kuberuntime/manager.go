@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -88,14 +89,14 @@ type PodCgroups interface {
 // different pods; callers never sync one pod twice at once.
 type Manager struct {
 	cfg     Config
-	crash   *backoff.Backoff
+	crash   *flowcontrol.Backoff
 	puller  *ImagePuller
 	runtime runtimeapi.RuntimeServiceClient
 }
 
 // NewManager returns a Manager.
 func NewManager(cfg Config) *Manager {
-	return &Manager{cfg: cfg, crash: backoff.New(10*time.Second, 300*time.Second, cfg.Clock), puller: cfg.Images, runtime: cfg.Runtime}
+	return &Manager{cfg: cfg, crash: backoff.NewCrashLoop(cfg.Clock), puller: cfg.Images, runtime: cfg.Runtime}
 }
 
 // ContainerFailure is why a container could not be started in a sync; the
@@ -252,8 +253,8 @@ func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.P
 		if prev.State == StateExited {
 			key := crashKey(pod, c)
 			finished := prev.FinishedAt
-			if left := m.crash.Remaining(key, finished); left > 0 {
-				msg := fmt.Sprintf("back-off %v restarting failed container=%s pod=%s(%s)", m.crash.Delay(key), c.Name, pod.Name, pod.UID)
+			if left := backoff.Remaining(m.crash, key, finished); left > 0 {
+				msg := fmt.Sprintf("back-off %v restarting failed container=%s pod=%s(%s)", m.crash.Get(key), c.Name, pod.Name, pod.UID)
 				m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.BackOff, "Back-off restarting failed container %s in pod %s(%s)", c.Name, pod.Name, pod.UID)
 				res.fail(c.Name, ReasonCrashLoopBackOff, msg)
 				res.requeue(left)
