@@ -3,9 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -20,6 +17,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/app/options"
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/node/cgroups"
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
 	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
 	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
@@ -34,6 +32,10 @@ type cgroupDeps struct {
 	recorder   events.Recorder
 	clock      clock.Clock
 	activePods func() []*v1.Pod
+	// machine and layout (or layoutErr) are read once at start-up.
+	machine   hostinfo.Machine
+	layout    hostinfo.Cgroups
+	layoutErr error
 }
 
 // startContainerManager settles the cgroup driver (the runtime's, when it
@@ -49,7 +51,7 @@ func startContainerManager(ctx context.Context, d cgroupDeps) (*cgroups.Manager,
 	if driver == cgroups.DriverSystemd && !cgroups.SystemdRunning() {
 		return nil, nil, fmt.Errorf("cgroupDriver is %q but systemd is not running on this machine (no /run/systemd/system): use cgroupDriver: cgroupfs, and the same driver in the container runtime", driver)
 	}
-	if err := checkCgroupV1(cfg, d.nodeName, d.recorder); err != nil {
+	if err := checkCgroupV1(cfg, d.layout, d.layoutErr, d.nodeName, d.recorder); err != nil {
 		return nil, nil, err
 	}
 	perQOS := derefBool(cfg.CgroupsPerQOS, true)
@@ -76,20 +78,18 @@ func startContainerManager(ctx context.Context, d cgroupDeps) (*cgroups.Manager,
 	var fs *cgroups.FS
 	if perQOS {
 		var err error
-		if fs, err = cgroups.DetectFS(cgroups.DefaultRoot, driver); err != nil {
-			return nil, nil, fmt.Errorf("cgroupsPerQOS needs cgroups: %w", err)
+		if d.layoutErr != nil {
+			return nil, nil, fmt.Errorf("cgroupsPerQOS needs cgroups: %w", d.layoutErr)
 		}
+		fs = cgroups.NewFS(d.layout, driver)
 		c.FS = fs
-		machine, err := nodestatus.ReadMachineInfo(d.flags.RootDirectory)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read machine information: %w", err)
-		}
+		machine := d.machine
 		c.Capacity = v1.ResourceList{
 			v1.ResourceCPU:    *resource.NewMilliQuantity(int64(machine.NumCPU)*1000, resource.DecimalSI),
 			v1.ResourceMemory: *resource.NewQuantity(machine.MemoryCapacity, resource.BinarySI),
 		}
-		if pids := maxPIDs(); pids > 0 {
-			c.Capacity[cgroups.PidResource] = *resource.NewQuantity(pids, resource.DecimalSI)
+		if machine.MaxPIDs > 0 {
+			c.Capacity[cgroups.PidResource] = *resource.NewQuantity(machine.MaxPIDs, resource.DecimalSI)
 		}
 		if c.SystemReserved, err = resourceList(cfg.SystemReserved); err != nil {
 			return nil, nil, fmt.Errorf("systemReserved: %w", err)
@@ -135,23 +135,6 @@ func runtimeCgroupDriver(ctx context.Context, rs runtimeapi.RuntimeServiceClient
 	return got
 }
 
-// maxPIDs is the kernel's limit on process IDs: the smaller of
-// kernel.pid_max and kernel.threads-max, as upstream counts pid capacity.
-func maxPIDs() int64 {
-	var out int64
-	for _, p := range []string{"/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max"} {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		v, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-		if err == nil && v > 0 && (out == 0 || v < out) {
-			out = v
-		}
-	}
-	return out
-}
-
 // startOOMWatcher reports the kernel's system OOM kills as node events.
 func startOOMWatcher(ctx context.Context, nodeName string, recorder events.Recorder) error {
 	w := &cgroups.OOMWatcher{NodeName: nodeName, Recorder: recorder}
@@ -184,9 +167,8 @@ const cgroupV1Message = "cgroup v1 support is unsupported and will be removed in
 // checkCgroupV1 refuses a cgroup v1 host unless failCgroupV1 is false, as
 // upstream's kubelet does since v1.35; allowed, it warns with a CgroupV1
 // event on the Node.
-func checkCgroupV1(cfg *kubeletconfig.KubeletConfiguration, nodeName string, recorder events.Recorder) error {
-	fs, err := cgroups.DetectFS(cgroups.DefaultRoot, cgroups.DriverCgroupfs)
-	if err != nil || fs.Version != cgroups.V1 {
+func checkCgroupV1(cfg *kubeletconfig.KubeletConfiguration, layout hostinfo.Cgroups, layoutErr error, nodeName string, recorder events.Recorder) error {
+	if layoutErr != nil || layout.Unified {
 		return nil // no cgroups at all is reported where they are needed
 	}
 	if derefBool(cfg.FailCgroupV1, true) {

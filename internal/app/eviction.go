@@ -41,6 +41,8 @@ type evictionDeps struct {
 	// imageGC and containerGC reclaim disk before pods are evicted.
 	imageGC     eviction.ImageGC
 	containerGC eviction.ContainerGC
+	// memoryCgroup is the v1 memory hierarchy's mount point ("" on v2).
+	memoryCgroup string
 }
 
 // newEvictionManager parses the eviction settings and builds the manager.
@@ -68,7 +70,7 @@ func newEvictionManager(d evictionDeps) (*eviction.Manager, error) {
 			return dedicatedImageFs(ctx, d.rootDir, d.images)
 		},
 		KernelMemcgNotification: cfg.KernelMemcgNotification,
-		MemoryCgroup:            "/sys/fs/cgroup/memory",
+		MemoryCgroup:            d.memoryCgroup,
 		OnConditionsChanged:     func([]v1.NodeConditionType) { d.onChange() },
 	}
 	if d.imageGC != nil {

@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -137,17 +136,17 @@ func watchLockContention(path string, onContention func()) error {
 	return nil
 }
 
-// checkSwap fails start-up when swap is on and failSwapOn is set, as upstream.
-func checkSwap(failSwapOn bool, readFile func(string) ([]byte, error)) error {
+// checkSwap fails start-up when swap is on and failSwapOn is set, as
+// upstream; swapOn returns /proc/swaps' lines when swap is on.
+func checkSwap(failSwapOn bool, swapOn func() ([]string, error)) error {
 	if !failSwapOn {
 		return nil
 	}
-	data, err := readFile("/proc/swaps")
+	lines, err := swapOn()
 	if err != nil {
 		return nil // no swap accounting: nothing is swapped
 	}
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) > 1 {
+	if len(lines) > 0 {
 		return fmt.Errorf("running with swap on is not supported, please disable swap or set --fail-swap-on flag to false. /proc/swaps contained: %v", lines)
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/seed-kubelet/kubelet/internal/app/options"
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
 	"github.com/seed-kubelet/kubelet/internal/pods/admission"
 )
@@ -32,12 +33,8 @@ type nodeInputs struct {
 	pressure func() []v1.NodeConditionType
 }
 
-func newNodeInputs(cfg *kubeletconfig.KubeletConfiguration, flags options.KubeletFlags, nodeName string, hostIPs []string,
+func newNodeInputs(cfg *kubeletconfig.KubeletConfiguration, flags options.KubeletFlags, nodeName string, hostIPs []string, machine hostinfo.Machine,
 	runtimeVersion string, rs runtimeapi.RuntimeServiceClient, is runtimeapi.ImageServiceClient, pleg func() error) (*nodeInputs, error) {
-	machine, err := nodestatus.ReadMachineInfo(flags.RootDirectory)
-	if err != nil {
-		return nil, fmt.Errorf("read machine information: %w", err)
-	}
 	sysRes, err := resourceList(cfg.SystemReserved)
 	if err != nil {
 		return nil, fmt.Errorf("systemReserved: %w", err)

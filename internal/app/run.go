@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -35,6 +34,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/node/cgroups"
 	"github.com/seed-kubelet/kubelet/internal/node/containergc"
 	"github.com/seed-kubelet/kubelet/internal/node/eviction"
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 	"github.com/seed-kubelet/kubelet/internal/node/imagegc"
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
 	"github.com/seed-kubelet/kubelet/internal/node/stats"
@@ -100,7 +100,6 @@ func Run(ctx context.Context, o *options.Options) error {
 	}
 	klog.InfoS("Container runtime initialized", "containerRuntime", version.RuntimeName, "version", version.RuntimeVersion, "apiVersion", version.RuntimeApiVersion)
 
-	machineMemory := machineMemoryBytes()
 	podMgr := podmanager.NewManager()
 	statusMgr := statusmanager.NewManager(nil)
 	var recorder events.Recorder = events.LogRecorder{}
@@ -119,6 +118,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	var workers *podworkers.PodWorkers
 	containerMgr, cgroupFS, err := startContainerManager(ctx, cgroupDeps{
 		cfg: cfg, flags: flags, nodeName: nodeName, runtime: client.Runtime, recorder: recorder, clock: clk,
+		machine: host.machine, layout: host.cgroups, layoutErr: host.cgroupsErr,
 		activePods: func() []*v1.Pod { return activePods(podMgr, workers) },
 	})
 	if err != nil {
@@ -139,7 +139,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	})
 	spec := criconfig.Options{
 		NodeName: nodeName, PodLogsDir: cfg.PodLogsDir, ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain,
-		ResolvConf: derefString(cfg.ResolverConfig), MachineMemoryBytes: machineMemory, MachineCPUMilli: int64(runtime.NumCPU()) * 1000,
+		ResolvConf: derefString(cfg.ResolverConfig), MachineMemoryBytes: host.machine.MemoryCapacity, MachineCPUMilli: int64(host.machine.NumCPU) * 1000,
 		HostIPs: hostIPs, DisableCPUCFSQuota: !derefBool(cfg.CPUCFSQuota, true), CgroupV2: cgroupFS != nil && cgroupFS.Version == cgroups.V2,
 	}
 	if cfg.CPUCFSQuotaPeriod != nil {
@@ -238,12 +238,13 @@ func Run(ctx context.Context, o *options.Options) error {
 	statsProvider := stats.New(stats.Config{
 		Runtime: client.Runtime, Images: client.Image, Pods: podMgr, NodeName: nodeName,
 		RootDir: flags.RootDirectory, PodLogsDir: cfg.PodLogsDir, Clock: clk,
-		VolumeStatsAggPeriod: cfg.VolumeStatsAggPeriod.Duration,
+		VolumeStatsAggPeriod: cfg.VolumeStatsAggPeriod.Duration, Cgroups: host.cgroups,
 	})
 	evictionMgr, err := newEvictionManager(evictionDeps{
 		cfg: cfg, rootDir: flags.RootDirectory, nodeName: nodeName, clock: clk, stats: statsProvider,
 		images: client.Image, pods: podMgr, workers: workers, killer: evict, recorder: recorder,
 		onChange: node.triggerStatus, imageGC: imageGC, containerGC: containerGC,
+		memoryCgroup: host.cgroups.Mounts["memory"],
 	})
 	if err != nil {
 		return err
@@ -259,7 +260,7 @@ func Run(ctx context.Context, o *options.Options) error {
 		Pods: podMgr, Workers: workers, Runtime: runtimeMgr, SourcesReady: sourcesReady,
 		CleanupPodCgroups: containerMgr.Housekeeping,
 	}
-	ni, err := newNodeInputs(cfg, flags, nodeName, hostIPs, version.RuntimeName+"://"+version.RuntimeVersion,
+	ni, err := newNodeInputs(cfg, flags, nodeName, hostIPs, host.machine, version.RuntimeName+"://"+version.RuntimeVersion,
 		client.Runtime, client.Image, func() error { _, err := p.Healthy(); return err })
 	if err != nil {
 		return err
@@ -304,6 +305,11 @@ type hostInfo struct {
 	nodeName string
 	ips      []string
 	podsDir  string
+	// machine and cgroups are read once, here (cgroupsErr when the
+	// machine has no usable cgroups).
+	machine    hostinfo.Machine
+	cgroups    hostinfo.Cgroups
+	cgroupsErr error
 }
 
 // prepareHost checks and prepares the machine: node name, swap, the
@@ -314,7 +320,8 @@ func prepareHost(cfg *kubeletconfig.KubeletConfiguration, flags options.KubeletF
 	if h.nodeName, err = options.NodeName(flags.HostnameOverride); err != nil {
 		return h, err
 	}
-	if err := checkSwap(derefBool(cfg.FailSwapOn, true), os.ReadFile); err != nil {
+	local := hostinfo.LocalHost()
+	if err := checkSwap(derefBool(cfg.FailSwapOn, true), local.SwapOn); err != nil {
 		return h, err
 	}
 	applyOOMScore(derefInt32(cfg.OOMScoreAdj))
@@ -325,6 +332,10 @@ func prepareHost(cfg *kubeletconfig.KubeletConfiguration, flags options.KubeletF
 			return h, fmt.Errorf("create directory %s: %w", dir, err)
 		}
 	}
+	if h.machine, err = local.Machine(flags.RootDirectory); err != nil {
+		return h, fmt.Errorf("read machine information: %w", err)
+	}
+	h.cgroups, h.cgroupsErr = local.Cgroups(hostinfo.DefaultCgroupRoot)
 	h.ips, err = nodeIPs(flags.NodeIP, h.nodeName)
 	return h, err
 }
@@ -482,14 +493,6 @@ func (h *runtimeHealth) run(ctx context.Context, rs runtimeapi.RuntimeServiceCli
 		case <-clk.After(5 * time.Second):
 		}
 	}
-}
-
-func machineMemoryBytes() int64 {
-	var info syscallSysinfo
-	if sysinfo(&info) == nil {
-		return info.total
-	}
-	return 0
 }
 
 func derefInt32(p *int32) int32 {

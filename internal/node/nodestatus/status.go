@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/seed-kubelet/kubelet/internal/node/eviction/evictionapi"
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 )
 
 // MaxNamesPerImage is how many names of one image the status lists.
@@ -98,7 +99,7 @@ func setAddresses(node *v1.Node, in Inputs) {
 }
 
 // machineCapacity is the capacity measured on the machine (no pods).
-func machineCapacity(m MachineInfo) v1.ResourceList {
+func machineCapacity(m hostinfo.Machine) v1.ResourceList {
 	c := v1.ResourceList{
 		v1.ResourceCPU:    *resource.NewMilliQuantity(int64(m.NumCPU)*1000, resource.DecimalSI),
 		v1.ResourceMemory: *resource.NewQuantity(m.MemoryCapacity, resource.BinarySI),

@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 )
 
 const (
@@ -20,7 +22,7 @@ func testInputs() Inputs {
 		NodeName: "node-a",
 		Hostname: "node-a",
 		NodeIPs:  []string{"10.0.0.5"},
-		Machine: MachineInfo{
+		Machine: hostinfo.Machine{
 			MachineID: "mid", SystemUUID: "uuid", BootID: "boot-1",
 			KernelVersion: "6.1.0", OSImage: "Debian GNU/Linux 12 (bookworm)",
 			OperatingSystem: "linux", Architecture: "amd64",
