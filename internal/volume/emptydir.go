@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,11 +20,18 @@ func TmpfsOptions(ed *v1.EmptyDirVolumeSource) string {
 	return ""
 }
 
-// isMountPoint reports whether something is mounted at dir (moby's
-// mountinfo.Mounted: openat2 where the kernel has it, else the mount table,
-// so a bind mount from the same device counts too).
+// isMountPoint reports whether dir sits on a different device than its
+// parent, as upstream's emptyDir asks mount-utils' IsLikelyNotMountPoint
+// (stat only; it does not read the mount table).
 func isMountPoint(dir string) (bool, error) {
-	return mountinfo.Mounted(dir)
+	var st, pst syscall.Stat_t
+	if err := syscall.Lstat(dir, &st); err != nil {
+		return false, err
+	}
+	if err := syscall.Lstat(filepath.Dir(dir), &pst); err != nil {
+		return false, err
+	}
+	return st.Dev != pst.Dev || st.Ino == pst.Ino, nil
 }
 
 func setUpEmptyDir(name, dir string, ed *v1.EmptyDirVolumeSource) error {
