@@ -1,6 +1,7 @@
 package backoff
 
 import (
+	"context"
 	"math"
 	"time"
 
@@ -57,4 +58,17 @@ func Remaining(b *flowcontrol.Backoff, id string, eventTime time.Time) time.Dura
 // each Step up to max, where it stays.
 func Doubling(initial, max time.Duration) wait.Backoff {
 	return wait.Backoff{Duration: initial, Factor: 2, Cap: max, Steps: math.MaxInt32}
+}
+
+// Sleep waits d on clk between two tries; it returns false, at once, when
+// ctx ends first.
+func Sleep(ctx context.Context, clk clock.Clock, d time.Duration) bool {
+	t := clk.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
 }

@@ -1,6 +1,8 @@
 package backoff
 
 import (
+	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -90,5 +92,23 @@ func TestDoubling(t *testing.T) {
 		if got[i] != want[i]*time.Millisecond {
 			t.Fatalf("steps = %v, want %v ms", got, want)
 		}
+	}
+}
+
+func TestSleep(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	done := make(chan bool)
+	go func() { done <- Sleep(context.Background(), clk, time.Second) }()
+	for !clk.HasWaiters() {
+		runtime.Gosched()
+	}
+	clk.Step(time.Second)
+	if !<-done {
+		t.Fatal("Sleep returned false after its delay")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if Sleep(ctx, clk, time.Hour) {
+		t.Fatal("Sleep returned true for an ended context")
 	}
 }

@@ -106,14 +106,7 @@ func (c *Controller) Run(ctx context.Context) {
 }
 
 func (c *Controller) sleep(ctx context.Context, d time.Duration) bool {
-	t := c.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C():
-		return true
-	}
+	return backoff.Sleep(ctx, c.clock, d)
 }
 
 // sync renews the lease: from the copy last written when there is one (no

@@ -176,14 +176,7 @@ func (c *Controller) Run(ctx context.Context) {
 }
 
 func (c *Controller) sleep(ctx context.Context, d time.Duration) bool {
-	t := c.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C():
-		return true
-	}
+	return backoff.Sleep(ctx, c.clock, d)
 }
 
 // waitNext waits for the next tick or a trigger; until the node is first
