@@ -193,7 +193,7 @@ func TestManagerMemoryPressure(t *testing.T) {
 		t.Fatalf("evicted %v, err %v; want be", ev, err)
 	}
 	st := f.statuses["be"]
-	if st.Phase != v1.PodFailed || st.Reason != "Evicted" || !strings.HasPrefix(st.Message, "The node was low on resource: memory. evictionapi.Threshold quantity: 100Mi, available: 44Mi. Container c was using 20Mi, request is 0") {
+	if st.Phase != v1.PodFailed || st.Reason != "Evicted" || !strings.HasPrefix(st.Message, "The node was low on resource: memory. Threshold quantity: 100Mi, available: 44Mi. Container c was using 20Mi, request is 0") {
 		t.Errorf("status = %+v", st)
 	}
 	if len(st.Conditions) != 1 || st.Conditions[0].Type != v1.DisruptionTarget || st.Conditions[0].Reason != v1.PodReasonTerminationByKubelet {

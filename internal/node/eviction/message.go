@@ -29,7 +29,7 @@ const (
 )
 
 // Message explains an eviction as upstream words it, e.g. "The node was
-// low on resource: memory. evictionapi.Threshold quantity: 100Mi, available: 90Mi.
+// low on resource: memory. Threshold quantity: 100Mi, available: 90Mi.
 // Container hog was using 300Mi, request is 0, has larger consumption of
 // memory. ", and returns the event annotations naming the containers.
 func Message(res v1.ResourceName, pod *v1.Pod, stats PodStats, act []evictionapi.Threshold, obs Observations) (string, map[string]string) {
@@ -41,7 +41,7 @@ func Message(res v1.ResourceName, pod *v1.Pod, stats PodStats, act []evictionapi
 		}
 		if o, ok := obs[t.Signal]; ok {
 			q := t.Value.Amount(o.Capacity)
-			fmt.Fprintf(&b, "evictionapi.Threshold quantity: %s, available: %s. ", q.String(), o.Available.String())
+			fmt.Fprintf(&b, "Threshold quantity: %s, available: %s. ", q.String(), o.Available.String())
 			break
 		}
 	}

@@ -96,7 +96,7 @@ func TestMessage(t *testing.T) {
 	stats := StatsByUID(&statsapi.Summary{Pods: []statsapi.PodStats{podStats(hog, 310*mi, 300*mi, 10*mi)}})
 	ts := mustParse(evictionapi.ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}})
 	msg, ann := Message(v1.ResourceMemory, hog, stats, ts, memObs(at, 90))
-	want := "The node was low on resource: memory. evictionapi.Threshold quantity: 100Mi, available: 90Mi. Container c was using 300Mi, request is 0, has larger consumption of memory. "
+	want := "The node was low on resource: memory. Threshold quantity: 100Mi, available: 90Mi. Container c was using 300Mi, request is 0, has larger consumption of memory. "
 	if msg != want {
 		t.Errorf("message:\n got %q\nwant %q", msg, want)
 	}
@@ -106,7 +106,7 @@ func TestMessage(t *testing.T) {
 	// A percentage threshold is shown as the quantity it stands for.
 	ts = mustParse(evictionapi.ThresholdConfig{Hard: map[string]string{"memory.available": "50%"}})
 	msg, _ = Message(v1.ResourceMemory, testPod("unknown", "", 0), stats, ts, memObs(at, 90))
-	if !strings.HasPrefix(msg, "The node was low on resource: memory. evictionapi.Threshold quantity: 512Mi, available: 90Mi. ") {
+	if !strings.HasPrefix(msg, "The node was low on resource: memory. Threshold quantity: 512Mi, available: 90Mi. ") {
 		t.Errorf("message = %q", msg)
 	}
 }
