@@ -3,7 +3,6 @@ package app
 import (
 	"fmt"
 	"os"
-	"runtime"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -14,6 +13,8 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/node/cgroups"
 	"github.com/seed-kubelet/kubelet/internal/node/containergc"
 	"github.com/seed-kubelet/kubelet/internal/node/eviction"
+	"github.com/seed-kubelet/kubelet/internal/node/eviction/evictionapi"
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 	"github.com/seed-kubelet/kubelet/internal/node/imagegc"
 	"github.com/seed-kubelet/kubelet/internal/node/logrotate"
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
@@ -55,7 +56,7 @@ func resourceList(m map[string]string) (v1.ResourceList, error) {
 // nodeStaticInputs are the node status inputs that do not change while
 // the kubelet runs.
 func nodeStaticInputs(cfg *kubeletconfig.KubeletConfiguration, flags options.KubeletFlags, host hostInfo,
-	machine nodestatus.MachineInfo, res reserved, runtimeVersion string) nodestatus.Inputs {
+	machine hostinfo.Machine, res reserved, runtimeVersion string) nodestatus.Inputs {
 	hostname, _ := os.Hostname()
 	if flags.HostnameOverride != "" {
 		hostname = host.nodeName
@@ -74,7 +75,7 @@ func nodeStaticInputs(cfg *kubeletconfig.KubeletConfiguration, flags options.Kub
 }
 
 // cgroupSettings is the container manager's part of the configuration.
-func cgroupSettings(cfg *kubeletconfig.KubeletConfiguration, machine nodestatus.MachineInfo, res reserved) cgroups.SetupConfig {
+func cgroupSettings(cfg *kubeletconfig.KubeletConfiguration, machine hostinfo.Machine, res reserved) cgroups.SetupConfig {
 	c := cgroups.SetupConfig{
 		Driver: cgroups.Driver(cfg.CgroupDriver), FailCgroupV1: derefBool(cfg.FailCgroupV1, true),
 		CgroupsPerQOS: derefBool(cfg.CgroupsPerQOS, true), CgroupRoot: cfg.CgroupRoot,
@@ -96,7 +97,7 @@ func cgroupSettings(cfg *kubeletconfig.KubeletConfiguration, machine nodestatus.
 func criOptions(cfg *kubeletconfig.KubeletConfiguration, host hostInfo, cgroupV2 bool) criconfig.Options {
 	o := criconfig.Options{
 		NodeName: host.nodeName, PodLogsDir: cfg.PodLogsDir, ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain,
-		ResolvConf: derefString(cfg.ResolverConfig), MachineMemoryBytes: machineMemoryBytes(), MachineCPUMilli: int64(runtime.NumCPU()) * 1000,
+		ResolvConf: derefString(cfg.ResolverConfig), MachineMemoryBytes: host.machine.MemoryCapacity, MachineCPUMilli: int64(host.machine.NumCPU) * 1000,
 		HostIPs: host.ips, DisableCPUCFSQuota: !derefBool(cfg.CPUCFSQuota, true), CgroupV2: cgroupV2,
 	}
 	if cfg.CPUCFSQuotaPeriod != nil {
@@ -140,8 +141,8 @@ func containerGCPolicy(f options.KubeletFlags) containergc.Policy {
 }
 
 // evictionSettings are the eviction manager's thresholds and periods.
-func evictionSettings(cfg *kubeletconfig.KubeletConfiguration) (eviction.Config, error) {
-	thresholds, ignored, err := eviction.ParseThresholds(eviction.ThresholdConfig{
+func evictionSettings(cfg *kubeletconfig.KubeletConfiguration, host hostInfo) (eviction.Config, error) {
+	thresholds, ignored, err := evictionapi.ParseThresholds(evictionapi.ThresholdConfig{
 		Hard: cfg.EvictionHard, Soft: cfg.EvictionSoft, SoftGracePeriod: cfg.EvictionSoftGracePeriod,
 		MinimumReclaim: cfg.EvictionMinimumReclaim, EnforceNodeAllocatable: cfg.EnforceNodeAllocatable,
 	})
@@ -154,7 +155,7 @@ func evictionSettings(cfg *kubeletconfig.KubeletConfiguration) (eviction.Config,
 	return eviction.Config{
 		Thresholds: thresholds, PressureTransitionPeriod: cfg.EvictionPressureTransitionPeriod.Duration,
 		MaxPodGracePeriodSeconds: int64(cfg.EvictionMaxPodGracePeriod),
-		KernelMemcgNotification:  cfg.KernelMemcgNotification, MemoryCgroup: "/sys/fs/cgroup/memory",
+		KernelMemcgNotification:  cfg.KernelMemcgNotification, MemoryCgroup: host.cgroups.Mounts["memory"],
 	}, nil
 }
 
@@ -179,12 +180,4 @@ func derefString(p *string) string {
 		return ""
 	}
 	return *p
-}
-
-func machineMemoryBytes() int64 {
-	var info syscallSysinfo
-	if sysinfo(&info) == nil {
-		return info.total
-	}
-	return 0
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -14,6 +13,7 @@ import (
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/seed-kubelet/kubelet/internal/app/options"
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 )
 
 // hostInfo is what start-up learns about the machine.
@@ -21,6 +21,11 @@ type hostInfo struct {
 	nodeName string
 	ips      []string
 	podsDir  string
+	// machine and cgroups are read once, here (cgroupsErr when the
+	// machine has no usable cgroups).
+	machine    hostinfo.Machine
+	cgroups    hostinfo.Cgroups
+	cgroupsErr error
 }
 
 // prepareHost checks and prepares the machine: node name, swap, the
@@ -31,7 +36,8 @@ func prepareHost(cfg *kubeletconfig.KubeletConfiguration, flags options.KubeletF
 	if h.nodeName, err = options.NodeName(flags.HostnameOverride); err != nil {
 		return h, err
 	}
-	if err := checkSwap(derefBool(cfg.FailSwapOn, true), os.ReadFile); err != nil {
+	local := hostinfo.LocalHost()
+	if err := checkSwap(derefBool(cfg.FailSwapOn, true), local.SwapOn); err != nil {
 		return h, err
 	}
 	applyOOMScore(derefInt32(cfg.OOMScoreAdj))
@@ -42,6 +48,10 @@ func prepareHost(cfg *kubeletconfig.KubeletConfiguration, flags options.KubeletF
 			return h, fmt.Errorf("create directory %s: %w", dir, err)
 		}
 	}
+	if h.machine, err = local.Machine(flags.RootDirectory); err != nil {
+		return h, fmt.Errorf("read machine information: %w", err)
+	}
+	h.cgroups, h.cgroupsErr = local.Cgroups(hostinfo.DefaultCgroupRoot)
 	h.ips, err = nodeIPs(flags.NodeIP, h.nodeName)
 	return h, err
 }
@@ -192,17 +202,17 @@ func watchLockContention(path string, onContention func()) error {
 	return nil
 }
 
-// checkSwap fails start-up when swap is on and failSwapOn is set, as upstream.
-func checkSwap(failSwapOn bool, readFile func(string) ([]byte, error)) error {
+// checkSwap fails start-up when swap is on and failSwapOn is set, as
+// upstream; swapOn returns /proc/swaps' lines when swap is on.
+func checkSwap(failSwapOn bool, swapOn func() ([]string, error)) error {
 	if !failSwapOn {
 		return nil
 	}
-	data, err := readFile("/proc/swaps")
+	lines, err := swapOn()
 	if err != nil {
 		return nil // no swap accounting: nothing is swapped
 	}
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) > 1 {
+	if len(lines) > 0 {
 		return fmt.Errorf("running with swap on is not supported, please disable swap or set --fail-swap-on flag to false. /proc/swaps contained: %v", lines)
 	}
 	return nil

@@ -15,14 +15,19 @@ func TestCheckSwap(t *testing.T) {
 		readErr error
 		wantErr bool
 	}{
-		{name: "no swap", fail: true, swaps: header},
-		{name: "swap on and failSwapOn", fail: true, swaps: header + "/swapfile file 1024 0 -2\n", wantErr: true},
-		{name: "swap on but allowed", fail: false, swaps: header + "/swapfile file 1024 0 -2\n"},
+		{name: "no swap"},
+		{name: "swap on and failSwapOn", fail: true, swaps: header + "/swapfile file 1024 0 -2", wantErr: true},
+		{name: "swap on but allowed", fail: false, swaps: header + "/swapfile file 1024 0 -2"},
 		{name: "no /proc/swaps", fail: true, readErr: errors.New("nope")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkSwap(tc.fail, func(string) ([]byte, error) { return []byte(tc.swaps), tc.readErr })
+			err := checkSwap(tc.fail, func() ([]string, error) {
+				if tc.swaps == "" {
+					return nil, tc.readErr
+				}
+				return strings.Split(tc.swaps, "\n"), tc.readErr
+			})
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("checkSwap error = %v, wantErr %v", err, tc.wantErr)
 			}

@@ -16,7 +16,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
 	"github.com/seed-kubelet/kubelet/internal/node/stats"
 	"github.com/seed-kubelet/kubelet/internal/pods/admission"
-	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
 	"github.com/seed-kubelet/kubelet/internal/pods/syncloop"
@@ -81,7 +81,7 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 	statsProvider := stats.New(stats.Config{
 		Runtime: b.cri.Runtime, Images: b.cri.Image, Pods: p.pods, NodeName: b.host.nodeName,
 		RootDir: b.flags.RootDirectory, PodLogsDir: cfg.PodLogsDir, Clock: clk,
-		VolumeStatsAggPeriod: cfg.VolumeStatsAggPeriod.Duration,
+		VolumeStatsAggPeriod: cfg.VolumeStatsAggPeriod.Duration, Cgroups: b.host.cgroups,
 	})
 	evictionMgr, err := newEvictionManager(b, p, workers, statsProvider, containerGC)
 	if err != nil {
@@ -124,7 +124,7 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 // newEvictionManager builds the eviction manager: it reads the stats,
 // reclaims through the GCs and evicts through the pod workers.
 func newEvictionManager(b *base, p *podParts, workers *podworkers.PodWorkers, summary *stats.Provider, containerGC *containergc.GC) (*eviction.Manager, error) {
-	ec, err := evictionSettings(b.cfg)
+	ec, err := evictionSettings(b.cfg, b.host)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func newClusterParts(b *base, node *nodeParts, p *podParts, workers *podworkers.
 			UpdateFrequency: cfg.NodeStatusUpdateFrequency.Duration, ReportFrequency: cfg.NodeStatusReportFrequency.Duration,
 			RegisterNode: derefBool(cfg.RegisterNode, true), Recorder: b.recorder, Latest: node.latest, Wake: pressureChanged,
 			// Static pods waited for the Node's UID to write mirror pods.
-			OnRegistered: func(*v1.Node) { workers.SyncIf(podmanager.IsStatic) },
+			OnRegistered: func(*v1.Node) { workers.SyncIf(podutil.IsStaticPod) },
 		}),
 		lease: nodelease.New(nodelease.Config{
 			Client: b.api.heartbeat, NodeName: b.host.nodeName, Clock: b.clock,

@@ -5,13 +5,14 @@ import (
 	"fmt"
 
 	"github.com/seed-kubelet/kubelet/internal/node/cgroups"
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
 )
 
 // nodeParts are what the node offers pods: its description, the Node as
 // last known, and its cgroups.
 type nodeParts struct {
-	machine nodestatus.MachineInfo
+	machine hostinfo.Machine
 	// static are the node status inputs that never change.
 	static nodestatus.Inputs
 	// latest starts as the Node computed here and follows the API's.
@@ -22,15 +23,13 @@ type nodeParts struct {
 // newNodeParts reads the machine, computes the local Node, sets up the
 // cgroup tree and starts the OOM watcher.
 func newNodeParts(ctx context.Context, b *base) (*nodeParts, error) {
-	machine, err := nodestatus.ReadMachineInfo(b.flags.RootDirectory)
-	if err != nil {
-		return nil, fmt.Errorf("read machine information: %w", err)
-	}
+	machine := b.host.machine
 	res, err := parseReserved(b.cfg)
 	if err != nil {
 		return nil, err
 	}
 	cc := cgroupSettings(b.cfg, machine, res)
+	cc.Layout, cc.LayoutErr = b.host.cgroups, b.host.cgroupsErr
 	cc.Runtime, cc.NodeName, cc.Recorder, cc.Clock = b.cri.Runtime, b.host.nodeName, b.recorder, b.clock
 	containers, err := cgroups.Setup(ctx, cc)
 	if err != nil {

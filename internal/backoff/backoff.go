@@ -1,94 +1,74 @@
 package backoff
 
 import (
-	"sync"
+	"context"
+	"math"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 )
 
-type entry struct {
-	delay      time.Duration
-	lastUpdate time.Time
+// Upstream's values (pkg/kubelet/kubelet.go).
+const (
+	// CrashLoopInitial and CrashLoopMax bound the delay before a failed
+	// container is restarted.
+	CrashLoopInitial = 10 * time.Second
+	CrashLoopMax     = 300 * time.Second
+	// crashLoopReset is upstream's fixed quiet period after which a
+	// container's back-off starts again.
+	crashLoopReset = 600 * time.Second
+	// ImagePullInitial and ImagePullMax bound the delay between pulls of an
+	// image that failed.
+	ImagePullInitial = 10 * time.Second
+	ImagePullMax     = 300 * time.Second
+)
+
+// New returns a back-off from initial doubling up to max on clk.
+func New(initial, max time.Duration, clk clock.Clock) *flowcontrol.Backoff {
+	// NewFakeBackOff is client-go's only constructor that takes a clock.
+	return flowcontrol.NewFakeBackOff(initial, max, clk)
 }
 
-// Backoff tracks a delay per key. Safe for concurrent use.
-type Backoff struct {
-	initial, max time.Duration
-	clock        clock.Clock
-	mu           sync.Mutex
-	entries      map[string]*entry
-}
-
-// New returns a back-off that starts at initial and caps at max.
-func New(initial, max time.Duration, clk clock.Clock) *Backoff {
-	return &Backoff{initial: initial, max: max, clock: clk, entries: map[string]*entry{}}
-}
-
-// expired reports whether the entry has been quiet long enough, measured
-// from eventTime (usually when the container last finished), to reset.
-func (b *Backoff) expired(e *entry, eventTime time.Time) bool {
-	return eventTime.Sub(e.lastUpdate) > 2*b.max
-}
-
-// Next records a failure of key that happened at eventTime and grows its
-// delay: Initial on the first failure (or after a reset), doubled after.
-func (b *Backoff) Next(key string, eventTime time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	e, ok := b.entries[key]
-	if !ok || b.expired(e, eventTime) {
-		b.entries[key] = &entry{delay: b.initial, lastUpdate: b.clock.Now()}
-		return
+// NewCrashLoop is the container restart back-off.
+func NewCrashLoop(clk clock.Clock) *flowcontrol.Backoff {
+	b := New(CrashLoopInitial, CrashLoopMax, clk)
+	b.HasExpiredFunc = func(eventTime, lastUpdate time.Time, _ time.Duration) bool {
+		return eventTime.Sub(lastUpdate) > crashLoopReset
 	}
-	e.delay *= 2
-	if e.delay > b.max {
-		e.delay = b.max
-	}
-	e.lastUpdate = b.clock.Now()
+	return b
 }
 
-// Remaining returns how long key must still wait after a failure at
-// eventTime; zero when it may go ahead now.
-func (b *Backoff) Remaining(key string, eventTime time.Time) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	e, ok := b.entries[key]
-	if !ok || b.expired(e, eventTime) {
+// NewImagePull is the image pull back-off.
+func NewImagePull(clk clock.Clock) *flowcontrol.Backoff {
+	return New(ImagePullInitial, ImagePullMax, clk)
+}
+
+// Remaining is how long id must still wait after a failure at eventTime:
+// its current delay less the time since, zero when it may go ahead now.
+func Remaining(b *flowcontrol.Backoff, id string, eventTime time.Time) time.Duration {
+	if !b.IsInBackOffSince(id, eventTime) {
 		return 0
 	}
-	left := e.delay - b.clock.Since(eventTime)
-	if left < 0 {
-		return 0
-	}
-	return left
+	return b.Get(id) - b.Clock.Since(eventTime)
 }
 
-// Delay is the current delay of key (zero when unknown).
-func (b *Backoff) Delay(key string) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if e, ok := b.entries[key]; ok {
-		return e.delay
-	}
-	return 0
+// Doubling is a delay sequence for retry loops: initial, then doubled on
+// each Step up to max, where it stays.
+func Doubling(initial, max time.Duration) wait.Backoff {
+	return wait.Backoff{Duration: initial, Factor: 2, Cap: max, Steps: math.MaxInt32}
 }
 
-// Reset forgets key.
-func (b *Backoff) Reset(key string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.entries, key)
-}
-
-// GC forgets keys that have been quiet for 2*Max.
-func (b *Backoff) GC() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := b.clock.Now()
-	for k, e := range b.entries {
-		if now.Sub(e.lastUpdate) > 2*b.max {
-			delete(b.entries, k)
-		}
+// Sleep waits d on clk between two tries; it returns false, at once, when
+// ctx ends first.
+func Sleep(ctx context.Context, clk clock.Clock, d time.Duration) bool {
+	t := clk.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
 	}
 }

@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // podChanges is what one snapshot changed relative to the previous one.
@@ -97,7 +99,7 @@ func podsDifferSemantically(a, b *v1.Pod) bool {
 // never make a pod "changed".
 func isLocalAnnotation(key string) bool {
 	switch key {
-	case ConfigSourceAnnotationKey, ConfigMirrorAnnotationKey, ConfigFirstSeenAnnotationKey:
+	case podutil.ConfigSourceAnnotationKey, podutil.ConfigMirrorAnnotationKey, podutil.ConfigFirstSeenAnnotationKey:
 		return true
 	}
 	return false
@@ -169,11 +171,11 @@ func indexSnapshot(source string, snapshot []*v1.Pod, prev map[types.UID]*v1.Pod
 		if pod.Annotations == nil {
 			pod.Annotations = map[string]string{}
 		}
-		pod.Annotations[ConfigSourceAnnotationKey] = source
-		if old, ok := prev[pod.UID]; ok && old.Annotations[ConfigFirstSeenAnnotationKey] != "" {
-			pod.Annotations[ConfigFirstSeenAnnotationKey] = old.Annotations[ConfigFirstSeenAnnotationKey]
-		} else if pod.Annotations[ConfigFirstSeenAnnotationKey] == "" {
-			pod.Annotations[ConfigFirstSeenAnnotationKey] = now.Format(time.RFC3339Nano)
+		pod.Annotations[podutil.ConfigSourceAnnotationKey] = source
+		if old, ok := prev[pod.UID]; ok && old.Annotations[podutil.ConfigFirstSeenAnnotationKey] != "" {
+			pod.Annotations[podutil.ConfigFirstSeenAnnotationKey] = old.Annotations[podutil.ConfigFirstSeenAnnotationKey]
+		} else if pod.Annotations[podutil.ConfigFirstSeenAnnotationKey] == "" {
+			pod.Annotations[podutil.ConfigFirstSeenAnnotationKey] = now.Format(time.RFC3339Nano)
 		}
 		next[pod.UID] = pod
 		names[fullName] = pod.UID

@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 func TestDiff(t *testing.T) {
@@ -55,15 +57,15 @@ func TestDiff(t *testing.T) {
 		},
 		{
 			name: "config.seen change alone is nothing",
-			prev: byUID(withPod(a, func(p *v1.Pod) { p.Annotations = map[string]string{ConfigFirstSeenAnnotationKey: "t1"} })),
-			next: byUID(withPod(a, func(p *v1.Pod) { p.Annotations = map[string]string{ConfigFirstSeenAnnotationKey: "t2"} })),
+			prev: byUID(withPod(a, func(p *v1.Pod) { p.Annotations = map[string]string{podutil.ConfigFirstSeenAnnotationKey: "t1"} })),
+			next: byUID(withPod(a, func(p *v1.Pod) { p.Annotations = map[string]string{podutil.ConfigFirstSeenAnnotationKey: "t2"} })),
 			want: want{},
 		},
 		{
 			name: "config.source and config.mirror changes alone are nothing",
 			prev: byUID(a),
 			next: byUID(withPod(a, func(p *v1.Pod) {
-				p.Annotations = map[string]string{ConfigSourceAnnotationKey: "api", ConfigMirrorAnnotationKey: "x"}
+				p.Annotations = map[string]string{podutil.ConfigSourceAnnotationKey: "api", podutil.ConfigMirrorAnnotationKey: "x"}
 			})),
 			want: want{},
 		},
@@ -177,7 +179,7 @@ func TestIndexSnapshot(t *testing.T) {
 	now := time.Date(2024, 5, 6, 7, 8, 9, 10, time.UTC)
 	stamp := now.Format(time.RFC3339Nano)
 	a := testPod("uid-a", "a")
-	prevA := withPod(a, func(p *v1.Pod) { p.Annotations = map[string]string{ConfigFirstSeenAnnotationKey: "earlier"} })
+	prevA := withPod(a, func(p *v1.Pod) { p.Annotations = map[string]string{podutil.ConfigFirstSeenAnnotationKey: "earlier"} })
 
 	tests := []struct {
 		name         string
@@ -194,7 +196,7 @@ func TestIndexSnapshot(t *testing.T) {
 		},
 		{
 			name:     "known pod keeps its first-seen time",
-			snapshot: []*v1.Pod{withPod(a, func(p *v1.Pod) { p.Annotations = map[string]string{ConfigFirstSeenAnnotationKey: "later"} })},
+			snapshot: []*v1.Pod{withPod(a, func(p *v1.Pod) { p.Annotations = map[string]string{podutil.ConfigFirstSeenAnnotationKey: "later"} })},
 			prev:     byUID(prevA),
 			wantUIDs: []types.UID{"uid-a"}, wantSeen: map[types.UID]string{"uid-a": "earlier"},
 		},
@@ -232,11 +234,11 @@ func TestIndexSnapshot(t *testing.T) {
 			uids := []types.UID{}
 			for uid, p := range got {
 				uids = append(uids, uid)
-				if p.Annotations[ConfigSourceAnnotationKey] != "file" {
-					t.Errorf("pod %s source annotation = %q, want file", uid, p.Annotations[ConfigSourceAnnotationKey])
+				if p.Annotations[podutil.ConfigSourceAnnotationKey] != "file" {
+					t.Errorf("pod %s source annotation = %q, want file", uid, p.Annotations[podutil.ConfigSourceAnnotationKey])
 				}
-				if want, ok := tc.wantSeen[uid]; ok && p.Annotations[ConfigFirstSeenAnnotationKey] != want {
-					t.Errorf("pod %s seen = %q, want %q", uid, p.Annotations[ConfigFirstSeenAnnotationKey], want)
+				if want, ok := tc.wantSeen[uid]; ok && p.Annotations[podutil.ConfigFirstSeenAnnotationKey] != want {
+					t.Errorf("pod %s seen = %q, want %q", uid, p.Annotations[podutil.ConfigFirstSeenAnnotationKey], want)
 				}
 			}
 			if !reflect.DeepEqual(uids, tc.wantUIDs) {

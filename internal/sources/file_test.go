@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 const testNode = "node1"
@@ -87,7 +89,7 @@ func TestFileSourceLifecycle(t *testing.T) {
 
 	writeAtomic(t, dir, "a.yaml", manifest("a", "busybox", "uid-a"))
 	u := expectUpdate(t, updates, ADD, FileSource, "uid-a")
-	if got := u.Pods[0]; got.Name != "a-node1" || got.Spec.NodeName != testNode || got.Annotations[ConfigSourceAnnotationKey] != FileSource {
+	if got := u.Pods[0]; got.Name != "a-node1" || got.Spec.NodeName != testNode || got.Annotations[podutil.ConfigSourceAnnotationKey] != FileSource {
 		t.Fatalf("added pod %s on %q with annotations %v", got.Name, got.Spec.NodeName, got.Annotations)
 	}
 	// The source is marked seen right after its updates are queued.

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 func TestOperationString(t *testing.T) {
@@ -76,7 +78,7 @@ func TestPodConfigEndToEnd(t *testing.T) {
 	added := expectUpdate(t, updates, ADD, FileSource, "uid-a", "uid-b")
 	firstSeen := start.Format(time.RFC3339Nano)
 	for _, p := range added.Pods {
-		if p.Annotations[ConfigSourceAnnotationKey] != FileSource || p.Annotations[ConfigFirstSeenAnnotationKey] != firstSeen {
+		if p.Annotations[podutil.ConfigSourceAnnotationKey] != FileSource || p.Annotations[podutil.ConfigFirstSeenAnnotationKey] != firstSeen {
 			t.Errorf("added pod %s annotations = %v", p.Name, p.Annotations)
 		}
 	}
@@ -93,7 +95,7 @@ func TestPodConfigEndToEnd(t *testing.T) {
 	a2 := withPod(a, func(p *v1.Pod) { p.Spec.Containers[0].Image = "nginx" })
 	send(t, fileCh, a2, b)
 	updated := expectUpdate(t, updates, UPDATE, FileSource, "uid-a")
-	if got := updated.Pods[0].Annotations[ConfigFirstSeenAnnotationKey]; got != firstSeen {
+	if got := updated.Pods[0].Annotations[podutil.ConfigFirstSeenAnnotationKey]; got != firstSeen {
 		t.Errorf("UPDATE must keep the first-seen time %q, got %q", firstSeen, got)
 	}
 	if updated.Pods[0].Spec.Containers[0].Image != "nginx" {

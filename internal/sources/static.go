@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/seed-kubelet/kubelet/internal/pods/podspec"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // staticOrigin says where static pods came from and who reads them.
@@ -69,9 +70,9 @@ func prepareStaticPod(pod *v1.Pod, o staticOrigin) error {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[ConfigHashAnnotationKey] = string(pod.UID)
-	pod.Annotations[ConfigSourceAnnotationKey] = o.Source
-	pod.Annotations[ConfigFirstSeenAnnotationKey] = o.Now.Format(time.RFC3339Nano)
+	pod.Annotations[podutil.ConfigHashAnnotationKey] = string(pod.UID)
+	pod.Annotations[podutil.ConfigSourceAnnotationKey] = o.Source
+	pod.Annotations[podutil.ConfigFirstSeenAnnotationKey] = o.Now.Format(time.RFC3339Nano)
 	if o.Source == FileSource {
 		// Like upstream, only file pods get this toleration, so node
 		// problems (NoExecute taints) do not reject or evict them.

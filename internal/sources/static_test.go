@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 var testNow = time.Date(2024, 3, 4, 5, 6, 7, 8, time.UTC)
@@ -31,14 +33,14 @@ func TestPrepareStaticPodIdentity(t *testing.T) {
 				if p.Name != "web-node-1" || p.Namespace != "default" || p.Spec.NodeName != "node-1" {
 					t.Errorf("identity = %s/%s on %q, want default/web-node-1 on node-1", p.Namespace, p.Name, p.Spec.NodeName)
 				}
-				if p.UID == "" || p.Annotations[ConfigHashAnnotationKey] != string(p.UID) {
-					t.Errorf("UID %q and hash annotation %q must be set and equal", p.UID, p.Annotations[ConfigHashAnnotationKey])
+				if p.UID == "" || p.Annotations[podutil.ConfigHashAnnotationKey] != string(p.UID) {
+					t.Errorf("UID %q and hash annotation %q must be set and equal", p.UID, p.Annotations[podutil.ConfigHashAnnotationKey])
 				}
-				if p.Annotations[ConfigSourceAnnotationKey] != FileSource {
-					t.Errorf("source annotation = %q", p.Annotations[ConfigSourceAnnotationKey])
+				if p.Annotations[podutil.ConfigSourceAnnotationKey] != FileSource {
+					t.Errorf("source annotation = %q", p.Annotations[podutil.ConfigSourceAnnotationKey])
 				}
-				if p.Annotations[ConfigFirstSeenAnnotationKey] != testNow.Format(time.RFC3339Nano) {
-					t.Errorf("seen annotation = %q", p.Annotations[ConfigFirstSeenAnnotationKey])
+				if p.Annotations[podutil.ConfigFirstSeenAnnotationKey] != testNow.Format(time.RFC3339Nano) {
+					t.Errorf("seen annotation = %q", p.Annotations[podutil.ConfigFirstSeenAnnotationKey])
 				}
 				want := v1.Toleration{Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute}
 				if len(p.Spec.Tolerations) != 1 || p.Spec.Tolerations[0] != want {
@@ -57,7 +59,7 @@ func TestPrepareStaticPodIdentity(t *testing.T) {
 			},
 			origin: fileOrigin("/m/web.yaml"),
 			check: func(t *testing.T, p *v1.Pod) {
-				if p.Namespace != "kube-system" || p.UID != "fixed" || p.Annotations["keep"] != "me" || p.Annotations[ConfigHashAnnotationKey] != "fixed" {
+				if p.Namespace != "kube-system" || p.UID != "fixed" || p.Annotations["keep"] != "me" || p.Annotations[podutil.ConfigHashAnnotationKey] != "fixed" {
 					t.Errorf("got %s/%s uid %q annotations %v", p.Namespace, p.Name, p.UID, p.Annotations)
 				}
 			},
@@ -86,8 +88,8 @@ func TestPrepareStaticPodIdentity(t *testing.T) {
 			pod:    &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "nginx"}}}},
 			origin: staticOrigin{NodeName: "n", Source: HTTPSource, Location: "http://127.0.0.1/pods", Now: testNow},
 			check: func(t *testing.T, p *v1.Pod) {
-				if len(p.Spec.Tolerations) != 0 || p.Annotations[ConfigSourceAnnotationKey] != HTTPSource {
-					t.Errorf("tolerations %v, source %q", p.Spec.Tolerations, p.Annotations[ConfigSourceAnnotationKey])
+				if len(p.Spec.Tolerations) != 0 || p.Annotations[podutil.ConfigSourceAnnotationKey] != HTTPSource {
+					t.Errorf("tolerations %v, source %q", p.Spec.Tolerations, p.Annotations[podutil.ConfigSourceAnnotationKey])
 				}
 			},
 		},

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // Operation says what a PodUpdate asks the consumer to do with its pods.
@@ -45,20 +47,7 @@ func (o Operation) String() string {
 const (
 	FileSource      = "file"
 	HTTPSource      = "http"
-	ApiserverSource = "api"
-)
-
-// Annotations the kubelet maintains on the pods it learns about.
-const (
-	// ConfigSourceAnnotationKey records which source a pod came from.
-	ConfigSourceAnnotationKey = "kubernetes.io/config.source"
-	// ConfigHashAnnotationKey records the UID generated for a static pod.
-	ConfigHashAnnotationKey = "kubernetes.io/config.hash"
-	// ConfigFirstSeenAnnotationKey records when the kubelet first saw a pod
-	// (RFC3339Nano). It is kept across updates of the same UID.
-	ConfigFirstSeenAnnotationKey = "kubernetes.io/config.seen"
-	// ConfigMirrorAnnotationKey marks a mirror pod of a static pod.
-	ConfigMirrorAnnotationKey = "kubernetes.io/config.mirror"
+	ApiserverSource = podutil.ApiserverSource
 )
 
 // PodUpdate is one incremental change from one source.

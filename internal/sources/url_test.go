@@ -11,6 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // fakeManifestServer serves a settable status and body and reports each
@@ -84,7 +86,7 @@ func TestURLSource(t *testing.T) {
 		t.Errorf("request headers X-Token = %v, want [a b]", h.Values("X-Token"))
 	}
 	first := recvSnapshot(t, out)
-	if len(first) != 1 || first[0].Name != "web-node1" || first[0].Annotations[ConfigSourceAnnotationKey] != HTTPSource {
+	if len(first) != 1 || first[0].Name != "web-node1" || first[0].Annotations[podutil.ConfigSourceAnnotationKey] != HTTPSource {
 		t.Fatalf("first snapshot = %v", namesOf(first))
 	}
 

@@ -20,7 +20,9 @@ func TmpfsOptions(ed *v1.EmptyDirVolumeSource) string {
 	return ""
 }
 
-// isMountPoint reports whether dir sits on a different device than its parent.
+// isMountPoint reports whether dir sits on a different device than its
+// parent, as upstream's emptyDir asks mount-utils' IsLikelyNotMountPoint
+// (stat only; it does not read the mount table).
 func isMountPoint(dir string) (bool, error) {
 	var st, pst syscall.Stat_t
 	if err := syscall.Lstat(dir, &st); err != nil {

@@ -355,7 +355,7 @@ func TestPropagation(t *testing.T) {
 }
 
 func TestExpandSubPathExpr(t *testing.T) {
-	env := map[string]string{"A": "x", "B": "y"}
+	env := map[string]string{"A": "x", "B": "y", "E": ""}
 	cases := []struct {
 		name, in, want string
 		wantErr        bool
@@ -366,6 +366,8 @@ func TestExpandSubPathExpr(t *testing.T) {
 		{name: "lone dollar", in: "a$b$", want: "a$b$"},
 		{name: "unterminated", in: "$(A", want: "$(A"},
 		{name: "missing", in: "$(C)", wantErr: true},
+		{name: "unterminated after an escape", in: "$$$(A", want: "$$(A"},
+		{name: "empty value is missing", in: "$(E)", wantErr: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -374,5 +376,8 @@ func TestExpandSubPathExpr(t *testing.T) {
 				t.Fatalf("got %q %v", got, err)
 			}
 		})
+	} // Upstream names each missing variable once, sorted.
+	if _, err := ExpandSubPathExpr("$(Z)/$(C)/$(Z)", env); err == nil || err.Error() != "missing value for C, Z" {
+		t.Errorf("missing variables error = %v, want \"missing value for C, Z\"", err)
 	}
 }

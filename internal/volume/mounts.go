@@ -4,12 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // Propagation maps a volumeMount's mountPropagation to CRI (nil → private).
@@ -41,42 +45,23 @@ func ValidateSubPath(subPath string) error {
 	return nil
 }
 
-// ExpandSubPathExpr substitutes $(VAR) from env; $$ escapes a dollar.
-// Any referenced variable that is unset or empty is an error.
+// ExpandSubPathExpr expands $(VAR) in a subPathExpr from env (podutil's
+// expansion); as upstream, any referenced variable that is unset or empty
+// is an error naming each such variable once, sorted.
 func ExpandSubPathExpr(expr string, env map[string]string) (string, error) {
-	var b strings.Builder
-	var missing []string
-	for i := 0; i < len(expr); i++ {
-		if expr[i] != '$' || i+1 >= len(expr) {
-			b.WriteByte(expr[i])
-			continue
+	missing := map[string]bool{}
+	out := podutil.Expand(expr, func(name string) string {
+		v := env[name]
+		if v == "" {
+			missing[name] = true
 		}
-		switch expr[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(expr[i+2:], ')')
-			if end < 0 {
-				b.WriteString(expr[i:])
-				i = len(expr)
-				continue
-			}
-			name := expr[i+2 : i+2+end]
-			if v := env[name]; v != "" {
-				b.WriteString(v)
-			} else {
-				missing = append(missing, name)
-			}
-			i += 2 + end
-		default:
-			b.WriteByte('$')
-		}
-	}
+		return v
+	})
 	if len(missing) > 0 {
-		return "", fmt.Errorf("missing value for %s", strings.Join(missing, ", "))
+		names := slices.Sorted(maps.Keys(missing))
+		return "", fmt.Errorf("missing value for %s", strings.Join(names, ", "))
 	}
-	return b.String(), nil
+	return out, nil
 }
 
 // containerEnv collects the values subPathExpr may use: literal env values
@@ -87,11 +72,7 @@ func containerEnv(pod *v1.Pod, c *v1.Container, nodeName string) map[string]stri
 	for _, e := range c.Env {
 		switch {
 		case e.ValueFrom == nil:
-			v, err := ExpandSubPathExpr(e.Value, env)
-			if err != nil {
-				v = e.Value
-			}
-			env[e.Name] = v
+			env[e.Name] = podutil.Expand(e.Value, podutil.MappingFuncFor(env))
 		case e.ValueFrom.FieldRef != nil:
 			switch e.ValueFrom.FieldRef.FieldPath {
 			case "spec.nodeName":

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 )
@@ -212,7 +213,7 @@ func (h *containerLogs) initialized(ctx context.Context, pod *v1.Pod, byName map
 			return false
 		}
 		latest := instances[0]
-		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+		sidecar := podutil.IsRestartableInitContainer(c)
 		switch {
 		case sidecar:
 			if latest.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/klog/v2"
 )
 
@@ -36,11 +37,6 @@ type TLSOptions struct {
 	Now func() time.Time
 }
 
-var tlsVersions = map[string]uint16{
-	"VersionTLS10": tls.VersionTLS10, "VersionTLS11": tls.VersionTLS11,
-	"VersionTLS12": tls.VersionTLS12, "VersionTLS13": tls.VersionTLS13,
-}
-
 // TLSConfig builds the server's TLS configuration.
 func TLSConfig(o TLSOptions) (*tls.Config, error) {
 	certFile, keyFile := o.CertFile, o.KeyFile
@@ -54,27 +50,17 @@ func TLSConfig(o TLSOptions) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load kubelet serving certificate %s / %s: %w", certFile, keyFile, err)
 	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
-	if o.MinVersion != "" {
-		v, ok := tlsVersions[o.MinVersion]
-		if !ok {
-			return nil, fmt.Errorf("tlsMinVersion %q: unknown, want one of VersionTLS10..VersionTLS13", o.MinVersion)
-		}
-		cfg.MinVersion = v
+	// The names are component-base's (cliflag), as upstream's kubelet reads
+	// tlsMinVersion and tlsCipherSuites; an empty version is TLS 1.2.
+	minVersion, err := cliflag.TLSVersion(o.MinVersion)
+	if err != nil {
+		return nil, fmt.Errorf("tlsMinVersion: %w", err)
 	}
-	if len(o.CipherSuites) > 0 {
-		ids := map[string]uint16{}
-		for _, s := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
-			ids[s.Name] = s.ID
-		}
-		for _, name := range o.CipherSuites {
-			id, ok := ids[name]
-			if !ok {
-				return nil, fmt.Errorf("tlsCipherSuites: unknown cipher suite %q", name)
-			}
-			cfg.CipherSuites = append(cfg.CipherSuites, id)
-		}
+	suites, err := cliflag.TLSCipherSuites(o.CipherSuites)
+	if err != nil {
+		return nil, fmt.Errorf("tlsCipherSuites: %w", err)
 	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: minVersion, CipherSuites: suites, NextProtos: []string{"http/1.1"}}
 	if o.ClientCAs != nil {
 		cfg.ClientCAs = o.ClientCAs
 		// The auth filter verifies the chain, so a bad certificate is a 401

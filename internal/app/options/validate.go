@@ -6,7 +6,6 @@ import (
 	"net"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -21,6 +20,8 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"k8s.io/utils/cpuset"
+
+	"github.com/seed-kubelet/kubelet/internal/node/eviction/evictionapi"
 )
 
 // ErrInvalid classifies the error returned by Validate.
@@ -344,55 +345,17 @@ func (v *validator) validateReserved(name string, m map[string]string) {
 	}
 }
 
-// EvictionSignals are the signal names accepted in eviction thresholds.
-var EvictionSignals = []string{
-	"memory.available", "allocatableMemory.available",
-	"nodefs.available", "nodefs.inodesFree",
-	"imagefs.available", "imagefs.inodesFree",
-	"containerfs.available", "containerfs.inodesFree",
-	"pid.available",
-}
-
-func knownSignal(s string) bool {
-	for _, k := range EvictionSignals {
-		if k == s {
-			return true
-		}
-	}
-	return false
-}
-
-// checkThreshold accepts a non-negative quantity or a percentage in [0, 100].
-func checkThreshold(value string) string {
-	if pct, ok := strings.CutSuffix(value, "%"); ok {
-		f, err := strconv.ParseFloat(pct, 64)
-		if err != nil {
-			return "must be a quantity or a percentage such as 10%"
-		}
-		if f < 0 || f > 100 {
-			return "percentage must be between 0% and 100%, inclusive"
-		}
-		return ""
-	}
-	q, err := resource.ParseQuantity(value)
-	if err != nil {
-		return "must be a quantity or a percentage such as 10%"
-	}
-	if q.Sign() < 0 {
-		return "must not be negative"
-	}
-	return ""
-}
+func knownSignal(s string) bool { return evictionapi.ResourceOf(evictionapi.Signal(s)) != "" }
 
 func (v *validator) thresholds(name string, m map[string]string) {
 	for _, k := range sortedKeys(m) {
 		path := field.NewPath(name).Key(k)
 		if !knownSignal(k) {
-			v.errs = append(v.errs, field.NotSupported(path, k, EvictionSignals))
+			v.errs = append(v.errs, field.NotSupported(path, k, evictionapi.Signals()))
 			continue
 		}
-		if msg := checkThreshold(m[k]); msg != "" {
-			v.invalid(path, m[k], msg)
+		if _, err := evictionapi.ParseValue(m[k]); err != nil {
+			v.invalid(path, m[k], err.Error())
 		}
 	}
 }
@@ -404,7 +367,7 @@ func (v *validator) validateEviction(c *kubeletconfigv1beta1.KubeletConfiguratio
 	for _, k := range sortedKeys(c.EvictionSoftGracePeriod) {
 		path := field.NewPath("evictionSoftGracePeriod").Key(k)
 		if !knownSignal(k) {
-			v.errs = append(v.errs, field.NotSupported(path, k, EvictionSignals))
+			v.errs = append(v.errs, field.NotSupported(path, k, evictionapi.Signals()))
 			continue
 		}
 		if d, err := time.ParseDuration(c.EvictionSoftGracePeriod[k]); err != nil || d < 0 {

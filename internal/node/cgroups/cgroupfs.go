@@ -13,10 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
-)
 
-// DefaultRoot is where the cgroup hierarchies are mounted.
-const DefaultRoot = "/sys/fs/cgroup"
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
+)
 
 // requiredV1 are the v1 controllers the kubelet needs for pod cgroups; the
 // cgroup root must exist in each of them.
@@ -40,57 +39,13 @@ type FS struct {
 	rmdir func(string) error
 }
 
-// ErrNoCgroups is wrapped when the machine offers no usable cgroups.
-var ErrNoCgroups = errors.New("cgroups are not usable")
-
-// DetectFS finds the cgroup hierarchy mounted at root ("/sys/fs/cgroup")
-// from statfs and /proc/self/mountinfo.
-func DetectFS(root string, driver Driver) (*FS, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(root, &st); err != nil {
-		return nil, fmt.Errorf("%w: statfs %s: %v", ErrNoCgroups, root, err)
+// NewFS is the cgroup filesystem of a layout (hostinfo.Cgroups), with
+// names spelled as driver spells them.
+func NewFS(layout hostinfo.Cgroups, driver Driver) *FS {
+	if layout.Unified {
+		return &FS{Version: V2, Driver: driver, Root: layout.Root}
 	}
-	if st.Type == unix.CGROUP2_SUPER_MAGIC {
-		return &FS{Version: V2, Driver: driver, Root: root}, nil
-	}
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoCgroups, err)
-	}
-	mounts := ParseV1Mounts(string(data))
-	if len(mounts) == 0 {
-		return nil, fmt.Errorf("%w: no cgroup v1 controller is mounted and %s is not cgroup2", ErrNoCgroups, root)
-	}
-	return &FS{Version: V1, Driver: driver, Root: root, Mounts: mounts}, nil
-}
-
-// ParseV1Mounts maps each cgroup v1 controller to its mount point, from the
-// text of /proc/self/mountinfo. Named hierarchies (name=systemd) are left out.
-func ParseV1Mounts(mountinfo string) map[string]string {
-	out := map[string]string{}
-	for _, line := range strings.Split(mountinfo, "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
-		}
-		pf, sf := strings.Fields(pre), strings.Fields(post)
-		if len(pf) < 5 || len(sf) < 3 || sf[0] != "cgroup" {
-			continue
-		}
-		for _, opt := range strings.Split(sf[2], ",") {
-			switch opt {
-			case "rw", "ro", "":
-				continue
-			}
-			if strings.Contains(opt, "=") || strings.HasPrefix(opt, "no") || opt == "clone_children" || opt == "xattr" {
-				continue
-			}
-			if _, seen := out[opt]; !seen {
-				out[opt] = pf[4]
-			}
-		}
-	}
-	return out
+	return &FS{Version: V1, Driver: driver, Root: layout.Root, Mounts: layout.Mounts}
 }
 
 // dirs are n's directories: one per distinct v1 hierarchy, or the one v2 dir.

@@ -267,17 +267,3 @@ func TestFSV2CreatesAndDelegates(t *testing.T) {
 		t.Errorf("Read = %s, %v", dump(back), err)
 	}
 }
-
-func TestParseV1Mounts(t *testing.T) {
-	info := `25 24 0:22 / /sys/fs/cgroup/cpu rw,nosuid - cgroup cgroup rw,cpu
-26 24 0:23 / /sys/fs/cgroup/net_cls,net_prio rw - cgroup cgroup rw,net_cls,net_prio
-27 24 0:24 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,xattr,name=systemd
-28 24 0:25 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw,nsdelegate
-29 24 0:26 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory`
-	got := ParseV1Mounts(info)
-	want := map[string]string{"cpu": "/sys/fs/cgroup/cpu", "net_cls": "/sys/fs/cgroup/net_cls,net_prio",
-		"net_prio": "/sys/fs/cgroup/net_cls,net_prio", "memory": "/sys/fs/cgroup/memory"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("got %v\nwant %v", got, want)
-	}
-}

@@ -3,9 +3,6 @@ package cgroups
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -17,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
 )
 
@@ -47,14 +45,16 @@ type SetupConfig struct {
 	SystemReserved, KubeReserved             v1.ResourceList
 	Pod                                      PodOptions
 	// Machine gives the node's capacity.
-	Machine nodestatus.MachineInfo
+	Machine hostinfo.Machine
+	// Layout is the host's cgroup layout, read once at start-up
+	// (hostinfo.Host.Cgroups); LayoutErr when the host has no usable
+	// cgroups.
+	Layout    hostinfo.Cgroups
+	LayoutErr error
 	// NodeName, Recorder and Clock are as in Config (required).
 	NodeName string
 	Recorder events.Recorder
 	Clock    clock.Clock
-	// Detect finds the cgroup filesystem for a driver; nil means DetectFS
-	// under DefaultRoot.
-	Detect func(Driver) (*FS, error)
 	// SystemdRunning reports whether systemd is the init system; nil means
 	// the package's SystemdRunning.
 	SystemdRunning func() bool
@@ -64,9 +64,6 @@ type SetupConfig struct {
 // upstream), checks that this host's cgroups are usable as configured, and
 // returns the started Manager. Any error means the kubelet cannot run.
 func Setup(ctx context.Context, cfg SetupConfig) (*Manager, error) {
-	if cfg.Detect == nil {
-		cfg.Detect = func(d Driver) (*FS, error) { return DetectFS(DefaultRoot, d) }
-	}
 	if cfg.SystemdRunning == nil {
 		cfg.SystemdRunning = SystemdRunning
 	}
@@ -78,7 +75,11 @@ func Setup(ctx context.Context, cfg SetupConfig) (*Manager, error) {
 	if driver == DriverSystemd && !cfg.SystemdRunning() {
 		return nil, fmt.Errorf("cgroupDriver is %q but systemd is not running on this machine (no /run/systemd/system): use cgroupDriver: cgroupfs, and the same driver in the container runtime", driver)
 	}
-	fs, detectErr := cfg.Detect(driver)
+	var fs *FS
+	detectErr := cfg.LayoutErr
+	if detectErr == nil {
+		fs = NewFS(cfg.Layout, driver)
+	}
 	if detectErr == nil && fs.Version == V1 {
 		if cfg.FailCgroupV1 {
 			return nil, fmt.Errorf("failed to validate kubelet configuration, error: kubelet is configured to not run on a host using cgroup v1. %s (set failCgroupV1: false to run on it anyway)", cgroupV1Message)
@@ -101,7 +102,7 @@ func Setup(ctx context.Context, cfg SetupConfig) (*Manager, error) {
 			return nil, fmt.Errorf("cgroupsPerQOS needs cgroups: %w", detectErr)
 		}
 		c.FS = fs
-		c.Capacity = Capacity(cfg.Machine, MaxPIDs())
+		c.Capacity = Capacity(cfg.Machine)
 		c.SystemReserved, c.KubeReserved = cfg.SystemReserved, cfg.KubeReserved
 	}
 	m, err := New(c)
@@ -145,32 +146,14 @@ func RuntimeDriver(ctx context.Context, rs RuntimeConfigClient, configured Drive
 }
 
 // Capacity is the node capacity kubepods is sized from: CPUs, memory and,
-// when known (pids > 0), PidResource. Pure.
-func Capacity(machine nodestatus.MachineInfo, pids int64) v1.ResourceList {
+// when known, PidResource. Pure.
+func Capacity(machine hostinfo.Machine) v1.ResourceList {
 	c := v1.ResourceList{
 		v1.ResourceCPU:    *resource.NewMilliQuantity(int64(machine.NumCPU)*1000, resource.DecimalSI),
 		v1.ResourceMemory: *resource.NewQuantity(machine.MemoryCapacity, resource.BinarySI),
 	}
-	if pids > 0 {
-		c[PidResource] = *resource.NewQuantity(pids, resource.DecimalSI)
+	if machine.MaxPIDs > 0 {
+		c[PidResource] = *resource.NewQuantity(machine.MaxPIDs, resource.DecimalSI)
 	}
 	return c
-}
-
-// MaxPIDs is the kernel's limit on process IDs: the smaller of
-// kernel.pid_max and kernel.threads-max, as upstream counts pid capacity;
-// 0 when neither can be read.
-func MaxPIDs() int64 {
-	var out int64
-	for _, p := range []string{"/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max"} {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		v, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-		if err == nil && v > 0 && (out == 0 || v < out) {
-			out = v
-		}
-	}
-	return out
 }

@@ -3,7 +3,6 @@ package cgroups
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 )
 
 // runtimeDriver answers RuntimeConfig with a driver, or err.
@@ -51,14 +50,14 @@ func TestRuntimeDriver(t *testing.T) {
 }
 
 func TestSetup(t *testing.T) {
-	machine := nodestatus.MachineInfo{NumCPU: 2, MemoryCapacity: 4 << 30}
+	machine := hostinfo.Machine{NumCPU: 2, MemoryCapacity: 4 << 30}
 	base := func(t *testing.T, rec *fakeRecorder) (SetupConfig, string) {
 		fs, dir := fakeV1(t, DriverCgroupfs, "/")
 		return SetupConfig{
 			Runtime: runtimeDriver{err: status.Error(codes.Unimplemented, "no")}, CgroupsPerQOS: true,
 			EnforceNodeAllocatable: []string{"pods"}, Machine: machine, NodeName: "n1",
 			Recorder: rec, Clock: clocktesting.NewFakeClock(time.Unix(0, 0)),
-			Detect:         func(Driver) (*FS, error) { return fs, nil },
+			Layout:         hostinfo.Cgroups{Root: dir, Mounts: fs.Mounts},
 			SystemdRunning: func() bool { return false },
 		}, dir
 	}
@@ -97,8 +96,8 @@ func TestSetup(t *testing.T) {
 	})
 	t.Run("no cgroups", func(t *testing.T) {
 		cfg, _ := base(t, &fakeRecorder{})
-		cfg.Detect = func(Driver) (*FS, error) { return nil, ErrNoCgroups }
-		if _, err := Setup(context.Background(), cfg); !errors.Is(err, ErrNoCgroups) {
+		cfg.LayoutErr = hostinfo.ErrNoCgroups
+		if _, err := Setup(context.Background(), cfg); !errors.Is(err, hostinfo.ErrNoCgroups) {
 			t.Fatalf("cgroupsPerQOS without cgroups: err = %v", err)
 		}
 		cfg.CgroupsPerQOS = false
@@ -109,18 +108,15 @@ func TestSetup(t *testing.T) {
 	})
 }
 
-func TestCapacityAndMaxPIDs(t *testing.T) {
-	c := Capacity(nodestatus.MachineInfo{NumCPU: 3, MemoryCapacity: 1 << 30}, 0)
+func TestCapacity(t *testing.T) {
+	c := Capacity(hostinfo.Machine{NumCPU: 3, MemoryCapacity: 1 << 30})
 	if q := c["cpu"]; q.MilliValue() != 3000 {
 		t.Errorf("cpu = %v", &q)
 	}
 	if _, ok := c[PidResource]; ok {
 		t.Error("pid capacity without a PID limit")
 	}
-	if _, err := os.Stat("/proc/sys/kernel/pid_max"); err == nil && MaxPIDs() <= 0 {
-		t.Error("MaxPIDs found no limit although /proc/sys/kernel/pid_max exists")
-	}
-	if q := Capacity(nodestatus.MachineInfo{}, 4096)[PidResource]; q.Value() != 4096 {
+	if q := Capacity(hostinfo.Machine{MaxPIDs: 4096})[PidResource]; q.Value() != 4096 {
 		t.Errorf("pid = %v", &q)
 	}
 }

@@ -3,6 +3,7 @@ package cgroups
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/seed-kubelet/kubelet/internal/pods/qos"
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
@@ -47,11 +48,22 @@ type PodOptions struct {
 // from the pod's CPU requests (the minimum when none), a CFS quota from its
 // CPU limits and a memory limit when every container sets that limit
 // (always for Guaranteed, never for BestEffort), and podPidsLimit. Pod
-// overhead counts as part of the requests and limits.
+// overhead counts as part of the requests and of the non-zero limits.
 func PodResourceConfig(pod *v1.Pod, o PodOptions) ResourceConfig {
-	req, lim := qos.PodRequests(pod), qos.PodLimits(pod)
-	addOverhead(req, pod.Spec.Overhead)
-	addOverhead(lim, pod.Spec.Overhead)
+	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	// A limit is declared when each container (an init container together
+	// with the sidecars started before it) sets it, or the pod does.
+	cpuLimited, memLimited := true, true
+	lim := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{
+		ContainerFn: func(res v1.ResourceList, _ resourcehelper.ContainerType) {
+			cpuLimited = cpuLimited && !res.Cpu().IsZero()
+			memLimited = memLimited && !res.Memory().IsZero()
+		},
+	})
+	if resourcehelper.IsPodLevelResourcesSet(pod) {
+		cpuLimited = cpuLimited || !pod.Spec.Resources.Limits.Cpu().IsZero()
+		memLimited = memLimited || !pod.Spec.Resources.Limits.Memory().IsZero()
+	}
 	cpuReq, cpuLim, memLim := req[v1.ResourceCPU], lim[v1.ResourceCPU], lim[v1.ResourceMemory]
 
 	shares := uint64(criconfig.MilliCPUToShares(cpuReq.MilliValue()))
@@ -64,7 +76,6 @@ func PodResourceConfig(pod *v1.Pod, o PodOptions) ResourceConfig {
 		quota = -1
 	}
 	mem := memLim.Value()
-	cpuLimited, memLimited := allContainersLimit(pod, v1.ResourceCPU), allContainersLimit(pod, v1.ResourceMemory)
 
 	var rc ResourceConfig
 	switch qos.PodQOSClass(pod) {
@@ -89,35 +100,6 @@ func PodResourceConfig(pod *v1.Pod, o PodOptions) ResourceConfig {
 	return rc
 }
 
-// allContainersLimit reports whether the pod's limit on name is bounded:
-// set at pod level, or set by every init and regular container.
-func allContainersLimit(pod *v1.Pod, name v1.ResourceName) bool {
-	if pod.Spec.Resources != nil {
-		if q, ok := pod.Spec.Resources.Limits[name]; ok && !q.IsZero() {
-			return true
-		}
-	}
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			if q, ok := list[i].Resources.Limits[name]; !ok || q.IsZero() {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func addOverhead(into, overhead v1.ResourceList) {
-	for name, q := range overhead {
-		if cur, ok := into[name]; ok {
-			cur.Add(q)
-			into[name] = cur
-		} else if name == v1.ResourceCPU || name == v1.ResourceMemory {
-			into[name] = q.DeepCopy()
-		}
-	}
-}
-
 // QOSConfigs decides the QoS cgroups' CPU shares from the active pods:
 // besteffort gets the minimum, burstable the shares of the sum of its pods'
 // CPU requests (pod overhead included).
@@ -127,8 +109,7 @@ func QOSConfigs(active []*v1.Pod) (burstable, bestEffort ResourceConfig) {
 		if qos.PodQOSClass(p) != v1.PodQOSBurstable {
 			continue
 		}
-		req := qos.PodRequests(p)
-		addOverhead(req, p.Spec.Overhead)
+		req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
 		if q, ok := req[v1.ResourceCPU]; ok {
 			milli += q.MilliValue()
 		}

@@ -100,6 +100,44 @@ func TestPodResourceConfig(t *testing.T) {
 			opts: on,
 			want: ResourceConfig{CPUShares: u64(2048)},
 		},
+		{
+			// Upstream (ResourceConfigForPod) counts an init container's
+			// limit together with the sidecars started before it, so the
+			// unlimited init container still runs under the sidecar's limit.
+			name: "an init container runs under the limits of earlier sidecars",
+			pod: func() *v1.Pod {
+				always := v1.ContainerRestartPolicyAlways
+				side := ctr(rl("memory", "10Mi"), rl("memory", "20Mi"))
+				side.Name, side.RestartPolicy = "side", &always
+				p := podWith(ctr(rl("memory", "10Mi"), rl("memory", "30Mi")))
+				p.Spec.InitContainers = []v1.Container{side, ctr(rl("cpu", "100m"), nil)}
+				return p
+			}(),
+			opts: on,
+			want: ResourceConfig{CPUShares: u64(102), Memory: i64(50 << 20)},
+		},
+		{
+			name: "a memory limit at pod level declares the limit for all",
+			pod: func() *v1.Pod {
+				p := podWith(ctr(rl("memory", "10Mi"), nil))
+				p.Spec.Resources = &v1.ResourceRequirements{Requests: rl("memory", "64Mi"), Limits: rl("memory", "128Mi")}
+				return p
+			}(),
+			opts: on,
+			want: ResourceConfig{CPUShares: u64(2), Memory: i64(128 << 20)},
+		},
+		{
+			// As upstream's ComputePodQOS: spec.resources, once set, alone
+			// decides the class, and hugepages do not count for it.
+			name: "pod-level resources naming only hugepages make the pod besteffort",
+			pod: func() *v1.Pod {
+				p := podWith(ctr(rl("cpu", "1", "memory", "64Mi"), rl("cpu", "1", "memory", "64Mi")))
+				p.Spec.Resources = &v1.ResourceRequirements{Limits: rl("hugepages-2Mi", "4Mi")}
+				return p
+			}(),
+			opts: on,
+			want: ResourceConfig{CPUShares: u64(2)},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

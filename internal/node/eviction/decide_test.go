@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/seed-kubelet/kubelet/internal/node/eviction/evictionapi"
 )
 
 func TestObserve(t *testing.T) {
@@ -18,7 +20,7 @@ func TestObserve(t *testing.T) {
 	s.Node.SystemContainers = []statsapi.ContainerStats{{Name: statsapi.SystemContainerPods,
 		Memory: &statsapi.MemoryStats{Time: metav1.NewTime(at), AvailableBytes: u64(200 * mi), WorkingSetBytes: u64(300 * mi)}}}
 	obs := Observe(s)
-	check := func(sig Signal, avail, capacity int64) {
+	check := func(sig evictionapi.Signal, avail, capacity int64) {
 		t.Helper()
 		o, ok := obs[sig]
 		if !ok {
@@ -28,13 +30,13 @@ func TestObserve(t *testing.T) {
 			t.Errorf("%s = %s of %s at %v, want %d of %d", sig, o.Available.String(), o.Capacity.String(), o.Time, avail, capacity)
 		}
 	}
-	check(SignalMemoryAvailable, 124*mi, 1024*mi)
-	check(SignalAllocatableMemoryAvailable, 200*mi, 500*mi)
-	check(SignalNodeFsAvailable, 50<<30, 100<<30)
-	check(SignalNodeFsInodesFree, 500, 1000)
-	check(SignalImageFsAvailable, 50<<30, 100<<30)
-	check(SignalImageFsInodesFree, 500, 1000)
-	check(SignalPIDAvailable, 32000, 32768)
+	check(evictionapi.SignalMemoryAvailable, 124*mi, 1024*mi)
+	check(evictionapi.SignalAllocatableMemoryAvailable, 200*mi, 500*mi)
+	check(evictionapi.SignalNodeFsAvailable, 50<<30, 100<<30)
+	check(evictionapi.SignalNodeFsInodesFree, 500, 1000)
+	check(evictionapi.SignalImageFsAvailable, 50<<30, 100<<30)
+	check(evictionapi.SignalImageFsInodesFree, 500, 1000)
+	check(evictionapi.SignalPIDAvailable, 32000, 32768)
 	if len(Observe(&statsapi.Summary{})) != 0 {
 		t.Errorf("an empty summary gives observations")
 	}
@@ -43,14 +45,14 @@ func TestObserve(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func memObs(at time.Time, availMi int64) Observations {
-	return Observations{SignalMemoryAvailable: {
+	return Observations{evictionapi.SignalMemoryAvailable: {
 		Available: *resource.NewQuantity(availMi*mi, resource.BinarySI),
 		Capacity:  *resource.NewQuantity(1024*mi, resource.BinarySI), Time: at,
 	}}
 }
 
 func TestEvaluateHardThresholdAndTransitionPeriod(t *testing.T) {
-	ts := mustParse(ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}})
+	ts := mustParse(evictionapi.ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}})
 	t0 := time.Unix(1000, 0)
 	transition := 30 * time.Second
 
@@ -60,7 +62,7 @@ func TestEvaluateHardThresholdAndTransitionPeriod(t *testing.T) {
 	}
 	t1 := t0.Add(10 * time.Second)
 	st, act = Evaluate(ts, st, memObs(t1, 90), t1, transition)
-	if len(act) != 1 || act[0].Signal != SignalMemoryAvailable {
+	if len(act) != 1 || act[0].Signal != evictionapi.SignalMemoryAvailable {
 		t.Fatalf("below the hard threshold: act = %v", act)
 	}
 	if !reflect.DeepEqual(st.Conditions, []v1.NodeConditionType{v1.NodeMemoryPressure}) {
@@ -86,7 +88,7 @@ func TestEvaluateHardThresholdAndTransitionPeriod(t *testing.T) {
 }
 
 func TestEvaluateSoftGracePeriod(t *testing.T) {
-	ts := mustParse(ThresholdConfig{Soft: map[string]string{"memory.available": "200Mi"}, SoftGracePeriod: map[string]string{"memory.available": "1m"}})
+	ts := mustParse(evictionapi.ThresholdConfig{Soft: map[string]string{"memory.available": "200Mi"}, SoftGracePeriod: map[string]string{"memory.available": "1m"}})
 	t0 := time.Unix(1000, 0)
 	st, act := Evaluate(ts, State{}, memObs(t0, 150), t0, time.Minute)
 	if len(act) != 0 || !HasCondition(st.Conditions, v1.NodeMemoryPressure) {
@@ -112,7 +114,7 @@ func TestEvaluateSoftGracePeriod(t *testing.T) {
 }
 
 func TestEvaluateMinimumReclaim(t *testing.T) {
-	ts := mustParse(ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}, MinimumReclaim: map[string]string{"memory.available": "200Mi"}})
+	ts := mustParse(evictionapi.ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}, MinimumReclaim: map[string]string{"memory.available": "200Mi"}})
 	t0 := time.Unix(1000, 0)
 	st, act := Evaluate(ts, State{}, memObs(t0, 90), t0, 0)
 	if len(act) != 1 {
@@ -132,29 +134,31 @@ func TestEvaluateMinimumReclaim(t *testing.T) {
 }
 
 func TestEvaluateOrdersMemoryFirst(t *testing.T) {
-	ts := mustParse(ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi", "nodefs.available": "60%", "pid.available": "1"}})
+	ts := mustParse(evictionapi.ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi", "nodefs.available": "60%", "pid.available": "1"}})
 	at := time.Unix(1000, 0)
 	obs := Observe(nodeSummary(at, 1024*mi, 1000*mi))
 	_, act := Evaluate(ts, State{}, obs, at, time.Minute)
-	if len(act) != 2 || act[0].Signal != SignalMemoryAvailable || act[1].Signal != SignalNodeFsAvailable {
+	if len(act) != 2 || act[0].Signal != evictionapi.SignalMemoryAvailable || act[1].Signal != evictionapi.SignalNodeFsAvailable {
 		t.Fatalf("act = %v, want memory then nodefs (no pid observation)", act)
 	}
 }
 
 func TestPlanReclaim(t *testing.T) {
-	th := func(s Signal) []Threshold { return []Threshold{{Signal: s, Value: Value{Percentage: 0.1}}} }
+	th := func(s evictionapi.Signal) []evictionapi.Threshold {
+		return []evictionapi.Threshold{{Signal: s, Value: evictionapi.Value{Percentage: 0.1}}}
+	}
 	tests := []struct {
 		name          string
-		act           []Threshold
+		act           []evictionapi.Threshold
 		dedicated     bool
 		wantRes       v1.ResourceName
 		wantCGC, wIGC bool
 	}{
-		{"memory has no node-level reclaim", th(SignalMemoryAvailable), false, v1.ResourceMemory, false, false},
-		{"nodefs on a shared filesystem collects containers and images", th(SignalNodeFsAvailable), false, v1.ResourceEphemeralStorage, true, true},
-		{"nodefs beside a dedicated imagefs collects nothing", th(SignalNodeFsInodesFree), true, resourceInodes, false, false},
-		{"imagefs collects containers and images", th(SignalImageFsAvailable), true, v1.ResourceEphemeralStorage, true, true},
-		{"pids have no node-level reclaim", th(SignalPIDAvailable), false, resourcePids, false, false},
+		{"memory has no node-level reclaim", th(evictionapi.SignalMemoryAvailable), false, v1.ResourceMemory, false, false},
+		{"nodefs on a shared filesystem collects containers and images", th(evictionapi.SignalNodeFsAvailable), false, v1.ResourceEphemeralStorage, true, true},
+		{"nodefs beside a dedicated imagefs collects nothing", th(evictionapi.SignalNodeFsInodesFree), true, evictionapi.ResourceInodes, false, false},
+		{"imagefs collects containers and images", th(evictionapi.SignalImageFsAvailable), true, v1.ResourceEphemeralStorage, true, true},
+		{"pids have no node-level reclaim", th(evictionapi.SignalPIDAvailable), false, evictionapi.ResourcePids, false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,7 +174,7 @@ func TestPlanReclaim(t *testing.T) {
 }
 
 func TestMemcgThreshold(t *testing.T) {
-	th := mustParse(ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}})[0]
+	th := mustParse(evictionapi.ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}})[0]
 	m := &statsapi.MemoryStats{AvailableBytes: u64(600 * mi), WorkingSetBytes: u64(400 * mi), UsageBytes: u64(700 * mi)}
 	got, ok := MemcgThreshold(th, m)
 	// capacity 1000Mi - 100Mi + 300Mi inactive file.

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/seed-kubelet/kubelet/internal/node/eviction/evictionapi"
 )
 
 const mi = int64(1) << 20
@@ -59,8 +61,8 @@ func testPod(name, memReq string, prio int32) *v1.Pod {
 	return p
 }
 
-func mustParse(c ThresholdConfig) []Threshold {
-	ts, _, err := ParseThresholds(c)
+func mustParse(c evictionapi.ThresholdConfig) []evictionapi.Threshold {
+	ts, _, err := evictionapi.ParseThresholds(c)
 	if err != nil {
 		panic(err)
 	}

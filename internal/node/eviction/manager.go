@@ -17,7 +17,8 @@ import (
 
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/metrics"
-	"github.com/seed-kubelet/kubelet/internal/pods/qos"
+	"github.com/seed-kubelet/kubelet/internal/node/eviction/evictionapi"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // DefaultMonitoringInterval is upstream's evictionMonitoringPeriod (not
@@ -57,8 +58,8 @@ type PodKiller interface {
 // Config configures a Manager.
 type Config struct {
 	// Thresholds are the parsed evictionHard/evictionSoft settings
-	// (ParseThresholds); none makes Run idle.
-	Thresholds []Threshold
+	// (evictionapi.ParseThresholds); none makes Run idle.
+	Thresholds []evictionapi.Threshold
 	// PressureTransitionPeriod is evictionPressureTransitionPeriod.
 	PressureTransitionPeriod time.Duration
 	// MaxPodGracePeriodSeconds is evictionMaxPodGracePeriod.
@@ -265,7 +266,7 @@ func (m *Manager) Synchronize(ctx context.Context) (*v1.Pod, error) {
 		}
 	}
 	for _, pod := range active {
-		if qos.IsCriticalPod(pod) {
+		if podutil.IsCriticalPod(pod) {
 			klog.ErrorS(nil, "Eviction manager: cannot evict a critical pod", "pod", klog.KObj(pod))
 			continue
 		}
@@ -358,9 +359,9 @@ func (m *Manager) updateNotifier(ctx context.Context, s *statsapi.Summary, now t
 		return
 	}
 	m.notifierUpdated = now
-	var t *Threshold
+	var t *evictionapi.Threshold
 	for i := range m.cfg.Thresholds {
-		if m.cfg.Thresholds[i].Signal == SignalMemoryAvailable && (t == nil || m.cfg.Thresholds[i].Hard()) {
+		if m.cfg.Thresholds[i].Signal == evictionapi.SignalMemoryAvailable && (t == nil || m.cfg.Thresholds[i].Hard()) {
 			t = &m.cfg.Thresholds[i]
 		}
 	}
@@ -393,7 +394,7 @@ func (m *Manager) updateNotifier(ctx context.Context, s *statsapi.Summary, now t
 // cache included) at which memory.available crosses t: capacity minus the
 // threshold, plus the inactive file cache usage counts but the working set
 // does not.
-func MemcgThreshold(t Threshold, m *statsapi.MemoryStats) (int64, bool) {
+func MemcgThreshold(t evictionapi.Threshold, m *statsapi.MemoryStats) (int64, bool) {
 	if m == nil || m.AvailableBytes == nil || m.WorkingSetBytes == nil || m.UsageBytes == nil {
 		return 0, false
 	}
@@ -423,7 +424,7 @@ func logObservations(prefix string, obs Observations) {
 		return
 	}
 	for s, o := range obs {
-		klog.V(3).InfoS("Eviction manager:", "log", prefix, "signal", s, "resourceName", signalResource[s], "available", o.Available.String(), "capacity", o.Capacity.String(), "time", o.Time)
+		klog.V(3).InfoS("Eviction manager:", "log", prefix, "signal", s, "resourceName", evictionapi.ResourceOf(s), "available", o.Available.String(), "capacity", o.Capacity.String(), "time", o.Time)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/seed-kubelet/kubelet/internal/metrics"
+	"github.com/seed-kubelet/kubelet/internal/node/eviction/evictionapi"
 )
 
 // fakeNode is the world the manager sees: a summary built on demand from
@@ -103,7 +104,7 @@ func newFakeNode() *fakeNode {
 	}
 }
 
-func newTestManager(t *testing.T, f *fakeNode, cfg ThresholdConfig, gc bool) (*Manager, *metrics.Metrics) {
+func newTestManager(t *testing.T, f *fakeNode, cfg evictionapi.ThresholdConfig, gc bool) (*Manager, *metrics.Metrics) {
 	t.Helper()
 	met := metrics.New()
 	c := Config{
@@ -135,7 +136,7 @@ func TestManagerReclaimsImagesBeforeEvicting(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeNode()
 	f.pods = []*v1.Pod{testPod("a", "", 0)}
-	m, _ := newTestManager(t, f, ThresholdConfig{Hard: map[string]string{"nodefs.available": "10%"}}, true)
+	m, _ := newTestManager(t, f, evictionapi.ThresholdConfig{Hard: map[string]string{"nodefs.available": "10%"}}, true)
 
 	// 5Gi of 100Gi available, below 10%; the image GC frees 20Gi.
 	f.diskAvail, f.imageFree = 5<<30, 20<<30
@@ -169,7 +170,7 @@ func TestManagerReclaimsImagesBeforeEvicting(t *testing.T) {
 func TestManagerWithoutCollectorsEvicts(t *testing.T) {
 	f := newFakeNode()
 	f.pods = []*v1.Pod{testPod("a", "", 0)}
-	m, _ := newTestManager(t, f, ThresholdConfig{Hard: map[string]string{"imagefs.available": "15%"}}, false)
+	m, _ := newTestManager(t, f, evictionapi.ThresholdConfig{Hard: map[string]string{"imagefs.available": "15%"}}, false)
 	f.diskAvail = 1 << 30
 	evicted, err := m.Synchronize(context.Background())
 	if err != nil || evicted == nil {
@@ -189,7 +190,7 @@ func TestManagerMemoryPressure(t *testing.T) {
 	be := testPod("be", "", 0)
 	f.pods = []*v1.Pod{static, within, be}
 	f.podWS = map[string]int64{"static": 500 * mi, "within": 600 * mi, "be": 20 * mi}
-	m, met := newTestManager(t, f, ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}}, true)
+	m, met := newTestManager(t, f, evictionapi.ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}}, true)
 
 	f.memWS = 300 * mi
 	if ev, _ := m.Synchronize(ctx); ev != nil || m.IsUnderMemoryPressure() {
@@ -267,7 +268,7 @@ func TestManagerSoftThresholdGracePeriods(t *testing.T) {
 	p := testPod("p", "", 0)
 	p.Spec.TerminationGracePeriodSeconds = ptr(int64(30))
 	f.pods = []*v1.Pod{p}
-	m, _ := newTestManager(t, f, ThresholdConfig{
+	m, _ := newTestManager(t, f, evictionapi.ThresholdConfig{
 		Soft: map[string]string{"memory.available": "300Mi"}, SoftGracePeriod: map[string]string{"memory.available": "1m"},
 	}, false)
 	f.memWS = 800 * mi
@@ -284,7 +285,7 @@ func TestManagerSoftThresholdGracePeriods(t *testing.T) {
 func TestManagerRunWakesOnSchedule(t *testing.T) {
 	f := newFakeNode()
 	f.pods = []*v1.Pod{testPod("a", "", 0)}
-	m, _ := newTestManager(t, f, ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}}, false)
+	m, _ := newTestManager(t, f, evictionapi.ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}}, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()

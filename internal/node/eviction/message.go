@@ -6,9 +6,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/seed-kubelet/kubelet/internal/node/eviction/evictionapi"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/pods/qos"
 )
 
@@ -29,11 +32,11 @@ const (
 // low on resource: memory. Threshold quantity: 100Mi, available: 90Mi.
 // Container hog was using 300Mi, request is 0, has larger consumption of
 // memory. ", and returns the event annotations naming the containers.
-func Message(res v1.ResourceName, pod *v1.Pod, stats PodStats, act []Threshold, obs Observations) (string, map[string]string) {
+func Message(res v1.ResourceName, pod *v1.Pod, stats PodStats, act []evictionapi.Threshold, obs Observations) (string, map[string]string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "The node was low on resource: %s. ", res)
 	for _, t := range act {
-		if signalResource[t.Signal] != res {
+		if evictionapi.ResourceOf(t.Signal) != res {
 			continue
 		}
 		if o, ok := obs[t.Signal]; ok {
@@ -47,7 +50,7 @@ func Message(res v1.ResourceName, pod *v1.Pod, stats PodStats, act []Threshold, 
 	if !ok {
 		return b.String(), ann
 	}
-	if res == v1.ResourceMemory && qos.IsPodLevelResourcesSet(pod) && ps.Memory != nil {
+	if res == v1.ResourceMemory && resourcehelper.IsPodLevelResourcesSet(pod) && ps.Memory != nil {
 		if req, ok := pod.Spec.Resources.Requests[res]; ok {
 			u := workingSet(ps.Memory)
 			fmt.Fprintf(&b, "Pod %s was using %s, request is %s, has larger consumption of %s. ", pod.Name, u.String(), req.String(), res)
@@ -96,7 +99,7 @@ func containerUsage(res v1.ResourceName, cs statsapi.ContainerStats) *resource.Q
 // a hard threshold (upstream's immediate eviction), for a soft one the
 // smaller of evictionMaxPodGracePeriod and the pod's own (a negative
 // maximum defers to the pod, as the flag documents).
-func GracePeriod(t Threshold, pod *v1.Pod, maxPodGracePeriod int64) int64 {
+func GracePeriod(t evictionapi.Threshold, pod *v1.Pod, maxPodGracePeriod int64) int64 {
 	if t.Hard() {
 		return 1
 	}
@@ -118,7 +121,7 @@ func GracePeriod(t Threshold, pod *v1.Pod, maxPodGracePeriod int64) int64 {
 // under memory pressure alone every pod but BestEffort ones that do not
 // tolerate the memory-pressure taint; under any other pressure none.
 func Admit(pod *v1.Pod, conditions []v1.NodeConditionType) (ok bool, reason, message string) {
-	if len(conditions) == 0 || qos.IsCriticalPod(pod) {
+	if len(conditions) == 0 || podutil.IsCriticalPod(pod) {
 		return true, "", ""
 	}
 	if len(conditions) == 1 && conditions[0] == v1.NodeMemoryPressure {

@@ -1,6 +1,8 @@
 package eviction
 
-import "io"
+import (
+	"io"
+)
 
 // memoryNotifier is a registered memory threshold; Close unregisters it.
 type memoryNotifier interface {

@@ -6,9 +6,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"github.com/seed-kubelet/kubelet/internal/pods/qos"
+	"github.com/seed-kubelet/kubelet/internal/node/eviction/evictionapi"
 )
 
 // PodStats finds a pod's stats in a summary.
@@ -41,25 +42,25 @@ type fsParts struct{ root, logs, volumes bool }
 //   - pids: priority, then process count.
 //
 // Pods without stats go first. Rank sorts pods in place (stable).
-func Rank(signal Signal, pods []*v1.Pod, stats PodStats, dedicatedImageFs bool) {
-	res := signalResource[signal]
+func Rank(signal evictionapi.Signal, pods []*v1.Pod, stats PodStats, dedicatedImageFs bool) {
+	res := evictionapi.ResourceOf(signal)
 	var usage func(p *v1.Pod, s statsapi.PodStats) resource.Quantity
 	var request func(p *v1.Pod) resource.Quantity
 	switch res {
 	case v1.ResourceMemory:
 		usage = func(_ *v1.Pod, s statsapi.PodStats) resource.Quantity { return workingSet(s.Memory) }
 		request = func(p *v1.Pod) resource.Quantity { return podRequest(p, v1.ResourceMemory) }
-	case v1.ResourceEphemeralStorage, resourceInodes:
+	case v1.ResourceEphemeralStorage, evictionapi.ResourceInodes:
 		parts := fsParts{root: true, logs: true, volumes: true}
 		if dedicatedImageFs {
 			switch signal {
-			case SignalNodeFsAvailable, SignalNodeFsInodesFree:
+			case evictionapi.SignalNodeFsAvailable, evictionapi.SignalNodeFsInodesFree:
 				parts.root = false
 			default:
 				parts.logs, parts.volumes = false, false
 			}
 		}
-		inodes := res == resourceInodes
+		inodes := res == evictionapi.ResourceInodes
 		usage = func(p *v1.Pod, s statsapi.PodStats) resource.Quantity { return diskUsage(p, s, parts, inodes) }
 		request = func(p *v1.Pod) resource.Quantity {
 			if inodes {
@@ -67,7 +68,7 @@ func Rank(signal Signal, pods []*v1.Pod, stats PodStats, dedicatedImageFs bool) 
 			}
 			return podRequest(p, v1.ResourceEphemeralStorage)
 		}
-	case resourcePids:
+	case evictionapi.ResourcePids:
 		sort.SliceStable(pods, func(i, j int) bool {
 			a, b := pods[i], pods[j]
 			sa, okA := stats[a.UID]
@@ -126,15 +127,21 @@ func priority(p *v1.Pod) int32 {
 	return 0
 }
 
+// podRequest is the pod's request for name as upstream's eviction ranking
+// reads it (GetResourceRequestQuantity): pod-level requests alone when the
+// pod sets pod-level resources, else the containers' aggregate; overhead is
+// added to a non-zero request.
 func podRequest(p *v1.Pod, name v1.ResourceName) resource.Quantity {
-	q, ok := qos.PodRequests(p)[name]
-	if !ok {
-		return resource.Quantity{}
+	q := resource.Quantity{Format: resource.DecimalSI}
+	if name == v1.ResourceMemory || name == v1.ResourceEphemeralStorage {
+		q.Format = resource.BinarySI
 	}
-	if p.Spec.Overhead != nil {
-		if o, ok := p.Spec.Overhead[name]; ok {
-			q.Add(o)
-		}
+	opts := resourcehelper.PodResourcesOptions{SkipContainerLevelResources: resourcehelper.IsPodLevelResourcesSet(p), ExcludeOverhead: true}
+	if r, ok := resourcehelper.PodRequests(p, opts)[name]; ok {
+		q.Add(r)
+	}
+	if o, ok := p.Spec.Overhead[name]; ok && !q.IsZero() {
+		q.Add(o)
 	}
 	return q
 }

@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/seed-kubelet/kubelet/internal/node/eviction/evictionapi"
 )
 
 func TestRankMemory(t *testing.T) {
@@ -25,7 +27,7 @@ func TestRankMemory(t *testing.T) {
 		podStats(high, 900*mi), podStats(over, 350*mi),
 	}})
 	pods := []*v1.Pod{within, high, beSmall, over, beBig, nostats}
-	Rank(SignalMemoryAvailable, pods, stats, false)
+	Rank(evictionapi.SignalMemoryAvailable, pods, stats, false)
 	want := []string{"nostats", "be-big", "over", "be-small", "high", "within"}
 	if got := names(pods); !reflect.DeepEqual(got, want) {
 		t.Errorf("rank = %v, want %v", got, want)
@@ -53,21 +55,21 @@ func TestRankDisk(t *testing.T) {
 		withFs(rootHeavy, 500*mi, 1*mi, 1*mi), withFs(logHeavy, 1*mi, 300*mi, 1*mi),
 		withFs(volHeavy, 1*mi, 1*mi, 400*mi), withFs(requested, 900*mi, 0, 0),
 	}})
-	rank := func(sig Signal, dedicated bool) []string {
+	rank := func(sig evictionapi.Signal, dedicated bool) []string {
 		pods := []*v1.Pod{requested, logHeavy, volHeavy, rootHeavy}
 		Rank(sig, pods, stats, dedicated)
 		return names(pods)
 	}
-	if got, want := rank(SignalNodeFsAvailable, false), []string{"root-heavy", "vol-heavy", "log-heavy", "requested"}; !reflect.DeepEqual(got, want) {
+	if got, want := rank(evictionapi.SignalNodeFsAvailable, false), []string{"root-heavy", "vol-heavy", "log-heavy", "requested"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("nodefs, shared filesystem: %v, want %v", got, want)
 	}
-	if got, want := rank(SignalNodeFsAvailable, true), []string{"vol-heavy", "log-heavy", "root-heavy", "requested"}; !reflect.DeepEqual(got, want) {
+	if got, want := rank(evictionapi.SignalNodeFsAvailable, true), []string{"vol-heavy", "log-heavy", "root-heavy", "requested"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("nodefs beside a dedicated imagefs (logs and volumes): %v, want %v", got, want)
 	}
-	if got, want := rank(SignalImageFsAvailable, true), []string{"root-heavy", "log-heavy", "vol-heavy", "requested"}; !reflect.DeepEqual(got, want) {
+	if got, want := rank(evictionapi.SignalImageFsAvailable, true), []string{"root-heavy", "log-heavy", "vol-heavy", "requested"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("imagefs, dedicated (writable layers only): %v, want %v", got, want)
 	}
-	if got := rank(SignalNodeFsInodesFree, false); got[0] != "requested" {
+	if got := rank(evictionapi.SignalNodeFsInodesFree, false); got[0] != "requested" {
 		t.Errorf("inodes ignore storage requests: %v, want requested (most inodes) first", got)
 	}
 }
@@ -81,7 +83,7 @@ func TestRankPIDs(t *testing.T) {
 	}
 	stats := StatsByUID(&statsapi.Summary{Pods: []statsapi.PodStats{withProcs(a, 5), withProcs(b, 50), withProcs(c, 500)}})
 	pods := []*v1.Pod{c, a, b}
-	Rank(SignalPIDAvailable, pods, stats, false)
+	Rank(evictionapi.SignalPIDAvailable, pods, stats, false)
 	if got, want := names(pods), []string{"b", "a", "c"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("rank = %v, want %v (priority, then process count)", got, want)
 	}
@@ -92,7 +94,7 @@ func TestMessage(t *testing.T) {
 	hog.Spec.Containers = append(hog.Spec.Containers, v1.Container{Name: "quiet", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}}})
 	at := time.Unix(1000, 0)
 	stats := StatsByUID(&statsapi.Summary{Pods: []statsapi.PodStats{podStats(hog, 310*mi, 300*mi, 10*mi)}})
-	ts := mustParse(ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}})
+	ts := mustParse(evictionapi.ThresholdConfig{Hard: map[string]string{"memory.available": "100Mi"}})
 	msg, ann := Message(v1.ResourceMemory, hog, stats, ts, memObs(at, 90))
 	want := "The node was low on resource: memory. Threshold quantity: 100Mi, available: 90Mi. Container c was using 300Mi, request is 0, has larger consumption of memory. "
 	if msg != want {
@@ -102,7 +104,7 @@ func TestMessage(t *testing.T) {
 		t.Errorf("annotations = %v", ann)
 	}
 	// A percentage threshold is shown as the quantity it stands for.
-	ts = mustParse(ThresholdConfig{Hard: map[string]string{"memory.available": "50%"}})
+	ts = mustParse(evictionapi.ThresholdConfig{Hard: map[string]string{"memory.available": "50%"}})
 	msg, _ = Message(v1.ResourceMemory, testPod("unknown", "", 0), stats, ts, memObs(at, 90))
 	if !strings.HasPrefix(msg, "The node was low on resource: memory. Threshold quantity: 512Mi, available: 90Mi. ") {
 		t.Errorf("message = %q", msg)
@@ -110,8 +112,8 @@ func TestMessage(t *testing.T) {
 }
 
 func TestGracePeriod(t *testing.T) {
-	hard := Threshold{Signal: SignalMemoryAvailable}
-	soft := Threshold{Signal: SignalMemoryAvailable, GracePeriod: time.Minute}
+	hard := evictionapi.Threshold{Signal: evictionapi.SignalMemoryAvailable}
+	soft := evictionapi.Threshold{Signal: evictionapi.SignalMemoryAvailable, GracePeriod: time.Minute}
 	p := testPod("p", "", 0)
 	p.Spec.TerminationGracePeriodSeconds = ptr(int64(20))
 	if g := GracePeriod(hard, p, 60); g != 1 {

@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/seed-kubelet/kubelet/internal/node/eviction/evictionapi"
 )
 
 // Observation is one signal's value in a stats summary.
@@ -15,7 +17,7 @@ type Observation struct {
 }
 
 // Observations are the signals of one summary.
-type Observations map[Signal]Observation
+type Observations map[evictionapi.Signal]Observation
 
 // Observe computes the signals from a summary as upstream does:
 // memory.available is capacity (available + working set of the root
@@ -30,7 +32,7 @@ func Observe(s *statsapi.Summary) Observations {
 		return out
 	}
 	n := s.Node
-	addMemory := func(sig Signal, m *statsapi.MemoryStats) {
+	addMemory := func(sig evictionapi.Signal, m *statsapi.MemoryStats) {
 		if m == nil || m.AvailableBytes == nil || m.WorkingSetBytes == nil {
 			return
 		}
@@ -40,13 +42,13 @@ func Observe(s *statsapi.Summary) Observations {
 			Time:      m.Time.Time,
 		}
 	}
-	addMemory(SignalMemoryAvailable, n.Memory)
+	addMemory(evictionapi.SignalMemoryAvailable, n.Memory)
 	for i := range n.SystemContainers {
 		if c := n.SystemContainers[i]; c.Name == statsapi.SystemContainerPods {
-			addMemory(SignalAllocatableMemoryAvailable, c.Memory)
+			addMemory(evictionapi.SignalAllocatableMemoryAvailable, c.Memory)
 		}
 	}
-	addFs := func(bytes, inodes Signal, fs *statsapi.FsStats) {
+	addFs := func(bytes, inodes evictionapi.Signal, fs *statsapi.FsStats) {
 		if fs == nil {
 			return
 		}
@@ -65,13 +67,13 @@ func Observe(s *statsapi.Summary) Observations {
 			}
 		}
 	}
-	addFs(SignalNodeFsAvailable, SignalNodeFsInodesFree, n.Fs)
+	addFs(evictionapi.SignalNodeFsAvailable, evictionapi.SignalNodeFsInodesFree, n.Fs)
 	if n.Runtime != nil {
-		addFs(SignalImageFsAvailable, SignalImageFsInodesFree, n.Runtime.ImageFs)
-		addFs(SignalContainerFsAvailable, SignalContainerFsInodesFree, n.Runtime.ContainerFs)
+		addFs(evictionapi.SignalImageFsAvailable, evictionapi.SignalImageFsInodesFree, n.Runtime.ImageFs)
+		addFs(evictionapi.SignalContainerFsAvailable, evictionapi.SignalContainerFsInodesFree, n.Runtime.ContainerFs)
 	}
 	if r := n.Rlimit; r != nil && r.MaxPID != nil && r.NumOfRunningProcesses != nil {
-		out[SignalPIDAvailable] = Observation{
+		out[evictionapi.SignalPIDAvailable] = Observation{
 			Available: *resource.NewQuantity(*r.MaxPID-*r.NumOfRunningProcesses, resource.DecimalSI),
 			Capacity:  *resource.NewQuantity(*r.MaxPID, resource.DecimalSI),
 			Time:      r.Time.Time,

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/seed-kubelet/kubelet/internal/backoff"
 	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 )
 
@@ -105,14 +106,7 @@ func (c *Controller) Run(ctx context.Context) {
 }
 
 func (c *Controller) sleep(ctx context.Context, d time.Duration) bool {
-	t := c.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C():
-		return true
-	}
+	return backoff.Sleep(ctx, c.clock, d)
 }
 
 // sync renews the lease: from the copy last written when there is one (no
@@ -149,7 +143,7 @@ func (c *Controller) leases() kubeclient.LeaseInterface {
 // errors with a doubling delay. ok is false when ctx ended; lease is nil
 // when creation waits for the Node's UID.
 func (c *Controller) ensureWithBackoff(ctx context.Context) (lease *coordinationv1.Lease, created, ok bool) {
-	delay := ensureInitialDelay
+	delays := backoff.Doubling(2*ensureInitialDelay, ensureMaxDelay)
 	for {
 		lease, created, err := c.ensure(ctx)
 		if errors.Is(err, errOwnerUnknown) {
@@ -159,7 +153,7 @@ func (c *Controller) ensureWithBackoff(ctx context.Context) (lease *coordination
 		if err == nil {
 			return lease, created, true
 		}
-		delay = min(2*delay, ensureMaxDelay)
+		delay := delays.Step()
 		klog.ErrorS(err, "Failed to ensure the node lease exists, will retry", "lease", c.key(), "interval", delay)
 		if !c.sleep(ctx, delay) {
 			return nil, false, false

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/seed-kubelet/kubelet/internal/backoff"
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 )
@@ -146,18 +147,18 @@ func (c *Controller) setNode(n *v1.Node) {
 // ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	start := c.clock.Now()
-	delay := time.Duration(0)
+	delays := backoff.Doubling(registerInitialDelay, registerMaxDelay)
 	for ctx.Err() == nil {
 		if c.cfg.RegisterNode && !c.registered {
 			if err := c.register(ctx); err != nil {
-				delay = nextRegisterDelay(delay)
+				delay := delays.Step()
 				klog.ErrorS(err, "Unable to register node with API server, will retry", "node", klog.KRef("", c.cfg.NodeName), "after", delay)
 				if !c.sleep(ctx, delay) {
 					return
 				}
 				continue
 			}
-			delay = 0
+			delays = backoff.Doubling(registerInitialDelay, registerMaxDelay)
 		}
 		err := c.updateStatus(ctx)
 		if errors.Is(err, errNodeGone) && c.cfg.RegisterNode {
@@ -173,22 +174,8 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
-func nextRegisterDelay(d time.Duration) time.Duration {
-	if d == 0 {
-		return registerInitialDelay
-	}
-	return min(2*d, registerMaxDelay)
-}
-
 func (c *Controller) sleep(ctx context.Context, d time.Duration) bool {
-	t := c.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C():
-		return true
-	}
+	return backoff.Sleep(ctx, c.clock, d)
 }
 
 // waitNext waits for the next tick or a Wake; until the node is first

@@ -2,6 +2,8 @@ package nodestatus
 
 import (
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 )
 
 // Inputs is everything the Node object and its status depend on. The
@@ -16,8 +18,8 @@ type Inputs struct {
 	// NodeIPs are reported as InternalIP addresses, in order (--node-ip, or
 	// the address resolved at start-up).
 	NodeIPs []string
-	// Machine describes the machine (see ReadMachineInfo).
-	Machine MachineInfo
+	// Machine describes the machine (hostinfo, read once at start-up).
+	Machine hostinfo.Machine
 
 	// RuntimeVersion is "<runtime name>://<version>", e.g. "containerd://2.0.4".
 	RuntimeVersion string

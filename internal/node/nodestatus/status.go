@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,7 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"github.com/seed-kubelet/kubelet/internal/node/eviction/evictionapi"
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 )
 
 // MaxNamesPerImage is how many names of one image the status lists.
@@ -96,7 +99,7 @@ func setAddresses(node *v1.Node, in Inputs) {
 }
 
 // machineCapacity is the capacity measured on the machine (no pods).
-func machineCapacity(m MachineInfo) v1.ResourceList {
+func machineCapacity(m hostinfo.Machine) v1.ResourceList {
 	c := v1.ResourceList{
 		v1.ResourceCPU:    *resource.NewMilliQuantity(int64(m.NumCPU)*1000, resource.DecimalSI),
 		v1.ResourceMemory: *resource.NewQuantity(m.MemoryCapacity, resource.BinarySI),
@@ -190,49 +193,26 @@ func AllocatableReservation(capacity, systemReserved, kubeReserved v1.ResourceLi
 	return out
 }
 
-// evictionSignals maps the hard eviction signals that reserve capacity to
-// the resource they reserve.
-var evictionSignals = map[string]v1.ResourceName{
-	"memory.available": v1.ResourceMemory,
-	"nodefs.available": v1.ResourceEphemeralStorage,
-}
-
-func hardEvictionReservation(thresholds map[string]string, capacity v1.ResourceList) v1.ResourceList {
+// hardEvictionReservation is what the hard memory.available and
+// nodefs.available thresholds hold back of memory and ephemeral storage, a
+// percentage of the capacity as upstream computes it. Thresholds config
+// validation rejects count as none here.
+func hardEvictionReservation(evictionHard map[string]string, capacity v1.ResourceList) v1.ResourceList {
+	thresholds, _, err := evictionapi.ParseThresholds(evictionapi.ThresholdConfig{Hard: evictionHard})
+	if err != nil {
+		klog.V(2).InfoS("Hard eviction thresholds are invalid; reserving nothing for them", "err", err)
+		return nil
+	}
 	out := v1.ResourceList{}
-	for signal, name := range evictionSignals {
-		val, ok := thresholds[signal]
-		if !ok {
-			continue
-		}
-		if q, ok := thresholdQuantity(val, capacity[name]); ok {
-			out[name] = q
+	for _, t := range thresholds {
+		switch t.Signal {
+		case evictionapi.SignalMemoryAvailable:
+			out[v1.ResourceMemory] = t.Value.Amount(capacity[v1.ResourceMemory])
+		case evictionapi.SignalNodeFsAvailable:
+			out[v1.ResourceEphemeralStorage] = t.Value.Amount(capacity[v1.ResourceEphemeralStorage])
 		}
 	}
 	return out
-}
-
-// thresholdQuantity turns "100Mi" or "10%" (of capacity) into a quantity.
-// "0%" and "100%" disable a threshold, as upstream; invalid values (which
-// config validation rejects) count as none. The percentage is a float32 as
-// upstream parses it, so the bytes match its allocatable exactly.
-func thresholdQuantity(val string, capacity resource.Quantity) (resource.Quantity, bool) {
-	val = strings.TrimSpace(val)
-	if pct, ok := strings.CutSuffix(val, "%"); ok {
-		if val == "0%" || val == "100%" {
-			return resource.Quantity{}, false
-		}
-		f, err := strconv.ParseFloat(pct, 32)
-		if err != nil || f < 0 || f > 100 {
-			return resource.Quantity{}, false
-		}
-		frac := float32(f) / 100
-		return *resource.NewQuantity(int64(float64(capacity.Value())*float64(frac)), resource.BinarySI), true
-	}
-	q, err := resource.ParseQuantity(val)
-	if err != nil || q.Sign() < 0 {
-		return resource.Quantity{}, false
-	}
-	return q, true
 }
 
 func setNodeInfo(node *v1.Node, in Inputs) {

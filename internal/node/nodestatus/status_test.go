@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 )
 
 const (
@@ -20,7 +22,7 @@ func testInputs() Inputs {
 		NodeName: "node-a",
 		Hostname: "node-a",
 		NodeIPs:  []string{"10.0.0.5"},
-		Machine: MachineInfo{
+		Machine: hostinfo.Machine{
 			MachineID: "mid", SystemUUID: "uuid", BootID: "boot-1",
 			KernelVersion: "6.1.0", OSImage: "Debian GNU/Linux 12 (bookworm)",
 			OperatingSystem: "linux", Architecture: "amd64",
@@ -453,27 +455,40 @@ func TestStatusEvents(t *testing.T) {
 	}
 }
 
-func TestThresholdQuantity(t *testing.T) {
-	capacity := qty("1000")
+func TestHardEvictionReservation(t *testing.T) {
+	const gi = int64(1 << 30)
+	capacity := v1.ResourceList{
+		v1.ResourceMemory:           *resource.NewQuantity(8*gi, resource.BinarySI),
+		v1.ResourceEphemeralStorage: *resource.NewQuantity(100*gi, resource.BinarySI),
+	}
 	tests := []struct {
-		name string
-		val  string
-		want int64
-		ok   bool
+		name          string
+		hard          map[string]string
+		memory, disk  int64
+		noReservation bool
 	}{
-		{name: "absolute", val: "100Mi", want: 100 * mi, ok: true},
-		{name: "percentage", val: "10%", want: 100, ok: true},
-		{name: "0% disables", val: "0%"},
-		{name: "100% disables", val: "100%"},
-		{name: "over 100% is invalid", val: "120%"},
-		{name: "garbage is invalid", val: "lots"},
-		{name: "negative is invalid", val: "-1Gi"},
+		{name: "absolute memory", hard: map[string]string{"memory.available": "100Mi"}, memory: 100 * mi},
+		// 10% as a float32 fraction, as upstream: not 858993459.
+		{name: "percentages as upstream computes them", hard: map[string]string{"memory.available": "10%", "nodefs.available": "10%"},
+			memory: 858993472, disk: 10737418400},
+		{name: "0% and 100% disable", hard: map[string]string{"memory.available": "0%", "nodefs.available": "100%"}},
+		{name: "other signals reserve nothing", hard: map[string]string{"imagefs.available": "15%", "nodefs.inodesFree": "5%"}},
+		{name: "invalid thresholds reserve nothing", hard: map[string]string{"memory.available": "lots"}, noReservation: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := thresholdQuantity(tc.val, capacity)
-			if ok != tc.ok || (ok && got.Value() != tc.want) {
-				t.Errorf("thresholdQuantity(%q) = %v, %v; want %d, %v", tc.val, &got, ok, tc.want, tc.ok)
+			got := hardEvictionReservation(tc.hard, capacity)
+			if tc.noReservation {
+				if len(got) != 0 {
+					t.Fatalf("reservation = %v, want none", got)
+				}
+				return
+			}
+			if q := got[v1.ResourceMemory]; q.Value() != tc.memory {
+				t.Errorf("memory = %d, want %d", q.Value(), tc.memory)
+			}
+			if q := got[v1.ResourceEphemeralStorage]; q.Value() != tc.disk {
+				t.Errorf("ephemeral-storage = %d, want %d", q.Value(), tc.disk)
 			}
 		})
 	}

@@ -14,6 +14,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 )
 
 // unlimitedMemory is the smallest limit taken as "no limit": cgroup v1
@@ -23,59 +25,9 @@ const unlimitedMemory = uint64(1) << 62
 // errCgroupNotFound says the cgroup exists under no controller.
 var errCgroupNotFound = errors.New("cgroup not found")
 
-// cgroupLayout says where the cgroup controllers are mounted.
-type cgroupLayout struct {
-	// Root is the cgroup mount root, /sys/fs/cgroup.
-	Root string
-	// Unified is true on a pure cgroup v2 host (Root holds cgroup.controllers).
-	Unified bool
-	// Mounts maps a v1 controller (cpuacct, memory, pids, ...) to its
-	// hierarchy's directory.
-	Mounts map[string]string
-}
-
-// detectCgroupLayout inspects root once; an unreadable root gives a layout
-// that finds no cgroup.
-func detectCgroupLayout(root string) cgroupLayout {
-	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
-		return layoutFromEntries(root, nil, true)
-	}
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		return layoutFromEntries(root, nil, false)
-	}
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return layoutFromEntries(root, names, false)
-}
-
-// layoutFromEntries decides the controller mounts from the names under the
-// cgroup root. Single-controller names win over joined ones ("cpu,cpuacct"),
-// which are usually the real directory behind the single-name symlinks.
-func layoutFromEntries(root string, names []string, unified bool) cgroupLayout {
-	l := cgroupLayout{Root: root, Unified: unified, Mounts: map[string]string{}}
-	if unified {
-		return l
-	}
-	for _, n := range names {
-		if !strings.Contains(n, ",") {
-			l.Mounts[n] = filepath.Join(root, n)
-		}
-	}
-	for _, n := range names {
-		if !strings.Contains(n, ",") {
-			continue
-		}
-		for _, c := range strings.Split(n, ",") {
-			if _, ok := l.Mounts[c]; !ok {
-				l.Mounts[c] = filepath.Join(root, n)
-			}
-		}
-	}
-	return l
-}
+// cgroupLayout says where the cgroup controllers are mounted (hostinfo
+// finds them).
+type cgroupLayout hostinfo.Cgroups
 
 // dir is the directory of cgroup rel for controller (ignored on v2), or ""
 // when that controller is not mounted.

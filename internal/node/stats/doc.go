@@ -5,4 +5,10 @@
 // Pod volumes the kubelet keeps on disk are walked du-style in the
 // background (volumes.go); a Summary only reads their last samples, so it
 // never waits for a walk, and a volume is reported once first measured.
+//
+// Host facts (meminfo, pid limits, the cgroup layout, a process's cgroups)
+// come from hostinfo. The per-scrape counters are still parsed here
+// (procfs.go): prometheus/procfs gives /proc/stat's CPU times as float
+// seconds (not the exact tick counts), /proc/net/dev as a map (losing the
+// interface order cAdvisor reports), and no task count from /proc/loadavg.
 package stats

@@ -23,7 +23,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 	"github.com/seed-kubelet/kubelet/internal/node/stats"
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 	"github.com/seed-kubelet/kubelet/test/integration/framework"
@@ -173,7 +173,7 @@ func TestSummaryAgainstContainerd(t *testing.T) {
 
 	p := stats.New(stats.Config{
 		Runtime: rs, Images: is, Pods: podList{withCgroup, flat},
-		NodeName: "stats-node", RootDir: t.TempDir(), PodLogsDir: logsDir, CgroupRoot: cgroupRoot,
+		NodeName: "stats-node", RootDir: t.TempDir(), PodLogsDir: logsDir,
 	})
 	srv := httptest.NewServer(p.SummaryHandler())
 	t.Cleanup(srv.Close)
@@ -340,7 +340,7 @@ func TestSummaryAgainstContainerd(t *testing.T) {
 func TestNodeStatsAgainstKernel(t *testing.T) {
 	rs, is := framework.NewCRIClient(t)
 	root := t.TempDir()
-	p := stats.New(stats.Config{Runtime: rs, Images: is, Pods: podList{}, NodeName: "stats-node", RootDir: root, CgroupRoot: cgroupRoot})
+	p := stats.New(stats.Config{Runtime: rs, Images: is, Pods: podList{}, NodeName: "stats-node", RootDir: root})
 	s, err := p.Summary(framework.Ctx(t), false)
 	if err != nil {
 		t.Fatal(err)
@@ -409,7 +409,7 @@ func TestNodeStatsAgainstKernel(t *testing.T) {
 	if *m.AvailableBytes+*m.WorkingSetBytes != total {
 		t.Errorf("memory available %d + working set %d != MemTotal %d", *m.AvailableBytes, *m.WorkingSetBytes, total)
 	}
-	mi, err := nodestatus.ReadMachineInfo(root)
+	mi, err := hostinfo.LocalHost().Machine(root)
 	if err != nil {
 		t.Fatal(err)
 	}

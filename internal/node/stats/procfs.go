@@ -21,35 +21,6 @@ const userHZ = 100
 // node's default one.
 const defaultInterface = "eth0"
 
-// parseMeminfo reads /proc/meminfo into bytes per key ("MemTotal", ...).
-// Values with a "kB" unit are scaled; unitless ones (HugePages_*) are kept.
-func parseMeminfo(data []byte) (map[string]uint64, error) {
-	out := map[string]uint64{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		key, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseUint(fields[0], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("meminfo %s: %w", key, err)
-		}
-		if len(fields) > 1 && strings.EqualFold(fields[1], "kB") {
-			v *= 1024
-		}
-		out[strings.TrimSpace(key)] = v
-	}
-	if _, ok := out["MemTotal"]; !ok {
-		return nil, errors.New("meminfo: no MemTotal")
-	}
-	return out, nil
-}
-
 // netDevice is one row of /proc/net/dev.
 type netDevice struct {
 	Name                               string
@@ -202,33 +173,6 @@ func parseLoadavgTasks(data []byte) (int64, error) {
 		return 0, fmt.Errorf("loadavg: bad task field %q", f[3])
 	}
 	return strconv.ParseInt(total, 10, 64)
-}
-
-// parseProcCgroup reads /proc/<pid>/cgroup into controller → path. Each
-// controller of a comma-joined v1 hierarchy gets its own key; the v2 line
-// ("0::/path") is under "".
-func parseProcCgroup(data []byte) map[string]string {
-	out := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[1] == "" {
-			out[""] = parts[2]
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			out[c] = parts[2]
-		}
-	}
-	return out
-}
-
-// parseIntFile reads a file holding one decimal integer (pid_max, ...).
-func parseIntFile(data []byte) (int64, error) {
-	return strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
 }
 
 func u64(v uint64) *uint64 { return &v }

@@ -6,34 +6,6 @@ import (
 	"time"
 )
 
-func TestParseMeminfo(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    map[string]uint64
-		wantErr bool
-	}{
-		{
-			name: "kB values are scaled, unitless kept",
-			in:   "MemTotal:       24684092 kB\nMemFree:        17268428 kB\nInactive(file):  1344868 kB\nHugePages_Total:       3\n",
-			want: map[string]uint64{"MemTotal": 24684092 * 1024, "MemFree": 17268428 * 1024, "Inactive(file)": 1344868 * 1024, "HugePages_Total": 3},
-		},
-		{name: "no MemTotal", in: "MemFree: 1 kB\n", wantErr: true},
-		{name: "garbage number", in: "MemTotal: x kB\n", wantErr: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseMeminfo([]byte(tc.in))
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
-			}
-			if !tc.wantErr && !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 const netDevSample = `Inter-|   Receive                                                |  Transmit
  face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
     lo: 233780727  402781    0    0    0     0          0         0 233780727  402781    0    0    0     0       0          0
@@ -194,28 +166,6 @@ func TestParseLoadavgTasks(t *testing.T) {
 			got, err := parseLoadavgTasks([]byte(tc.in))
 			if (err != nil) != tc.wantErr || got != tc.want {
 				t.Errorf("got %d, %v; want %d, wantErr %v", got, err, tc.want, tc.wantErr)
-			}
-		})
-	}
-}
-
-func TestParseProcCgroup(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		want map[string]string
-	}{
-		{
-			name: "v1 with joined controllers and a v2 line",
-			in:   "9:name=systemd:/system.slice/kubelet.service\n4:memory:/system.slice/kubelet.service\n2:cpu,cpuacct:/system.slice/kubelet.service\n0::/\n",
-			want: map[string]string{"name=systemd": "/system.slice/kubelet.service", "memory": "/system.slice/kubelet.service", "cpu": "/system.slice/kubelet.service", "cpuacct": "/system.slice/kubelet.service", "": "/"},
-		},
-		{name: "pure v2", in: "0::/kubelet.slice\n", want: map[string]string{"": "/kubelet.slice"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := parseProcCgroup([]byte(tc.in)); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
 	}

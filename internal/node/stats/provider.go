@@ -15,6 +15,8 @@ import (
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 )
 
 // Rate windows: a CPU reading replaces the kept one only after
@@ -46,9 +48,10 @@ type Config struct {
 	PodLogsDir string
 	// Clock times readings and CPU rates; nil means the real clock.
 	Clock clock.Clock
-	// CgroupRoot is where cgroups are mounted, /sys/fs/cgroup; v1 (one
-	// directory per controller) and v2 (unified) layouts are both read.
-	CgroupRoot string
+	// Cgroups is the cgroup layout (hostinfo); the zero value means the
+	// local machine's, found at start. v1 (one directory per controller)
+	// and v2 (unified) layouts are both read.
+	Cgroups hostinfo.Cgroups
 	// VolumeStatsAggPeriod is how often, at least, each pod volume's disk
 	// usage is measured (a further random fraction of it is added, as
 	// upstream jitters); zero or negative reports no volume stats, as
@@ -62,8 +65,11 @@ type Config struct {
 
 // Provider computes the Summary API and the resource metrics.
 type Provider struct {
-	cfg      Config
-	clock    clock.Clock
+	cfg   Config
+	clock clock.Clock
+	// host answers meminfo, pid limits and process cgroups; procRoot is its
+	// /proc, for the per-scrape counters read here.
+	host     hostinfo.Host
 	procRoot string
 	cgroups  cgroupLayout
 	created  time.Time
@@ -88,8 +94,14 @@ func New(cfg Config) *Provider {
 	if cfg.RootDir == "" {
 		cfg.RootDir = "/var/lib/kubelet"
 	}
-	if cfg.CgroupRoot == "" {
-		cfg.CgroupRoot = "/sys/fs/cgroup"
+	host := hostinfo.LocalHost()
+	if cfg.Cgroups.Root == "" {
+		layout, err := host.Cgroups(hostinfo.DefaultCgroupRoot)
+		if err != nil {
+			klog.InfoS("No cgroups found; stats come from procfs and the runtime only", "err", err)
+			layout.Root = hostinfo.DefaultCgroupRoot
+		}
+		cfg.Cgroups = layout
 	}
 	var volumes *volumeCache
 	if cfg.VolumeStatsAggPeriod > 0 {
@@ -99,8 +111,9 @@ func New(cfg Config) *Provider {
 		volumes:   volumes,
 		cfg:       cfg,
 		clock:     cfg.Clock,
+		host:      host,
 		procRoot:  "/proc",
-		cgroups:   detectCgroupLayout(cfg.CgroupRoot),
+		cgroups:   cgroupLayout(cfg.Cgroups),
 		created:   cfg.Clock.Now(),
 		rates:     newCPURates(minRateInterval, maxRateIdle),
 		sandboxes: map[string]sandboxInfo{},
@@ -144,17 +157,13 @@ func (p *Provider) nodeStats(ctx context.Context, now time.Time, nodeFs *fsInfo)
 	if err != nil {
 		return nil, fmt.Errorf("failed to get root cgroup stats: %w", err)
 	}
-	memData, err := os.ReadFile(filepath.Join(p.procRoot, "meminfo"))
-	if err != nil {
-		return nil, fmt.Errorf("failed to get root cgroup stats: %w", err)
-	}
-	meminfo, err := parseMeminfo(memData)
+	meminfo, err := p.host.Meminfo()
 	if err != nil {
 		return nil, fmt.Errorf("failed to get root cgroup stats: %w", err)
 	}
 	root, err := p.cgroups.read("/")
 	if err != nil {
-		klog.FromContext(ctx).V(4).Info("Root cgroup unreadable, using procfs for node stats", "cgroupRoot", p.cfg.CgroupRoot, "err", err)
+		klog.FromContext(ctx).V(4).Info("Root cgroup unreadable, using procfs for node stats", "cgroupRoot", p.cgroups.Root, "err", err)
 	}
 	cpuNanos := ps.BusyNanos
 	if root.CPUNanos != nil {
@@ -186,25 +195,25 @@ func (p *Provider) nodeStats(ctx context.Context, now time.Time, nodeFs *fsInfo)
 // nodeMemory is the node's memory from the root cgroup, with
 // /proc/meminfo standing in for what the root cgroup lacks (cgroup v2 has
 // no memory.current at the root).
-func nodeMemory(root cgroupSample, meminfo map[string]uint64, t time.Time) *statsapi.MemoryStats {
+func nodeMemory(root cgroupSample, meminfo hostinfo.Memory, t time.Time) *statsapi.MemoryStats {
 	s := root
 	if s.MemUsage == nil {
-		total, free := meminfo["MemTotal"], meminfo["MemFree"]
+		total, free := meminfo.MemTotal, meminfo.MemFree
 		s.MemUsage = u64(total - min(free, total))
 		if s.InactiveFile == nil {
-			s.InactiveFile = lookup(meminfo, "Inactive(file)")
+			s.InactiveFile = copyPtr(meminfo.InactiveFile)
 		}
 		if s.RSS == nil {
-			s.RSS = lookup(meminfo, "AnonPages")
+			s.RSS = copyPtr(meminfo.AnonPages)
 		}
 	}
 	s.MemLimit = nil // the node is bounded by its capacity
-	return memoryStats(s, meminfo["MemTotal"], t)
+	return memoryStats(s, meminfo.MemTotal, t)
 }
 
 // nodeSwap is swap in use and free from /proc/meminfo.
-func nodeSwap(meminfo map[string]uint64, t time.Time) *statsapi.SwapStats {
-	total, free := meminfo["SwapTotal"], meminfo["SwapFree"]
+func nodeSwap(meminfo hostinfo.Memory, t time.Time) *statsapi.SwapStats {
+	total, free := meminfo.SwapTotal, meminfo.SwapFree
 	return &statsapi.SwapStats{
 		Time:               metav1.NewTime(t),
 		SwapUsageBytes:     u64(total - min(free, total)),
@@ -232,14 +241,8 @@ func (p *Provider) hostNetwork(ctx context.Context, now time.Time) *statsapi.Net
 // the task count.
 func (p *Provider) rlimit(now time.Time) *statsapi.RlimitStats {
 	r := &statsapi.RlimitStats{Time: metav1.NewTime(now)}
-	for _, f := range []string{"pid_max", "threads-max"} {
-		data, err := os.ReadFile(filepath.Join(p.procRoot, "sys", "kernel", f))
-		if err != nil {
-			continue
-		}
-		if v, err := parseIntFile(data); err == nil && (r.MaxPID == nil || v < *r.MaxPID) {
-			r.MaxPID = &v
-		}
+	if v := p.host.MaxPIDs(); v > 0 {
+		r.MaxPID = &v
 	}
 	if data, err := os.ReadFile(filepath.Join(p.procRoot, "loadavg")); err == nil {
 		if n, err := parseLoadavgTasks(data); err == nil {

@@ -3,8 +3,10 @@ package stats
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 )
 
 // fixture is a node with fake procfs, cgroup tree and CRI, and real
@@ -25,6 +29,7 @@ type fixture struct {
 	images     *fakeImages
 	clock      *clocktesting.FakeClock
 	cgroupRoot string
+	hostRoot   string // holds proc/
 	procRoot   string
 	rootDir    string
 	logsDir    string
@@ -41,12 +46,13 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{
 		cgroupRoot: cgroupV1Tree(t),
-		procRoot:   t.TempDir(),
+		hostRoot:   t.TempDir(),
 		rootDir:    t.TempDir(),
 		logsDir:    t.TempDir(),
 		layerMount: t.TempDir(),
 		t0:         time.Unix(1_700_000_100, 0),
 	}
+	f.procRoot = filepath.Join(f.hostRoot, "proc")
 	f.clock = clocktesting.NewFakeClock(f.t0)
 	writeTree(t, f.cgroupRoot, map[string]string{
 		"cpuacct/system.slice/kubelet.service/cpuacct.usage":                 "300\n",
@@ -60,19 +66,19 @@ func newFixture(t *testing.T) *fixture {
 	})
 	const kubeletCgroup = "4:memory:/system.slice/kubelet.service\n2:cpuacct:/system.slice/kubelet.service\n1:cpu:/system.slice/kubelet.service\n0::/\n"
 	writeTree(t, f.procRoot, map[string]string{
-		"stat":                   "cpu  100 0 50 1000 0 0 0 0 0 0\ncpu0 100 0 50 1000 0 0 0 0 0 0\nbtime 1700000000\n",
-		"meminfo":                "MemTotal:        1000000 kB\nMemFree:          400000 kB\nSwapTotal:        100 kB\nSwapFree:        60 kB\n",
-		"net/dev":                netDevSample,
-		"net/route":              "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\n",
-		"loadavg":                "0.10 0.20 0.30 1/321 555\n",
-		"sys/kernel/pid_max":     "4194304\n",
-		"sys/kernel/threads-max": "200000\n",
-		"self/cgroup":            kubeletCgroup,
-		"12/comm":                "bash\n",
-		"4242/comm":              "containerd\n",
-		"4242/cgroup":            strings.ReplaceAll(kubeletCgroup, "kubelet", "containerd"),
-		"777/net/dev":            "Inter-|\n face |\n    lo: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n  eth0: 916 8 0 0 0 0 0 0 472 5 0 0 0 0 0 0\n",
-		"888/net/dev":            "Inter-|\n face |\n  eth0: 100 1 0 0 0 0 0 0 200 2 0 0 0 0 0 0\n",
+		"stat":                                "cpu  100 0 50 1000 0 0 0 0 0 0\ncpu0 100 0 50 1000 0 0 0 0 0 0\nbtime 1700000000\n",
+		"meminfo":                             "MemTotal:        1000000 kB\nMemFree:          400000 kB\nSwapTotal:        100 kB\nSwapFree:        60 kB\n",
+		"net/dev":                             netDevSample,
+		"net/route":                           "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\n",
+		"loadavg":                             "0.10 0.20 0.30 1/321 555\n",
+		"sys/kernel/pid_max":                  "4194304\n",
+		"sys/kernel/threads-max":              "200000\n",
+		strconv.Itoa(os.Getpid()) + "/cgroup": kubeletCgroup,
+		"12/comm":                             "bash\n",
+		"4242/comm":                           "containerd\n",
+		"4242/cgroup":                         strings.ReplaceAll(kubeletCgroup, "kubelet", "containerd"),
+		"777/net/dev":                         "Inter-|\n face |\n    lo: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n  eth0: 916 8 0 0 0 0 0 0 472 5 0 0 0 0 0 0\n",
+		"888/net/dev":                         "Inter-|\n face |\n  eth0: 100 1 0 0 0 0 0 0 200 2 0 0 0 0 0 0\n",
 	})
 	writeTree(t, f.logsDir, map[string]string{
 		"default_a_u-1/app/0.log":     strings.Repeat("x", 10000),
@@ -126,9 +132,9 @@ func newFixture(t *testing.T) *fixture {
 	f.p = New(Config{
 		Runtime: f.rt, Images: f.images,
 		Pods:     fakePods{podWithUID("u-1"), podWithUID("u-3"), podWithUID("u-4"), podWithUID("u-5")},
-		NodeName: "node-1", RootDir: f.rootDir, PodLogsDir: f.logsDir, Clock: f.clock, CgroupRoot: f.cgroupRoot,
+		NodeName: "node-1", RootDir: f.rootDir, PodLogsDir: f.logsDir, Clock: f.clock, Cgroups: hostinfo.Cgroups(detectCgroupLayout(f.cgroupRoot)),
 	})
-	f.p.procRoot = f.procRoot
+	f.p.host.Root, f.p.procRoot = f.hostRoot, f.procRoot
 	return f
 }
 
@@ -450,7 +456,9 @@ func TestSummaryErrors(t *testing.T) {
 		{name: "image fs fails", breakIt: func(f *fixture) { f.images.err = errors.New("boom") }, wantErr: "failed to get imageFs stats"},
 		{name: "no image fs", breakIt: func(f *fixture) { f.images.resp = &runtimeapi.ImageFsInfoResponse{} }, wantErr: "imageFs information is unavailable"},
 		{name: "nodefs missing", breakIt: func(f *fixture) { f.p.cfg.RootDir = filepath.Join(f.rootDir, "nope") }, wantErr: "failed to get rootFs stats"},
-		{name: "procfs missing", breakIt: func(f *fixture) { f.p.procRoot = filepath.Join(f.procRoot, "nope") }, only: true, wantErr: "failed to get root cgroup stats"},
+		{name: "procfs missing", breakIt: func(f *fixture) {
+			f.p.host.Root, f.p.procRoot = filepath.Join(f.hostRoot, "nope"), filepath.Join(f.hostRoot, "nope", "proc")
+		}, only: true, wantErr: "failed to get root cgroup stats"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,11 +26,11 @@ func (p *Provider) systemContainers(ctx context.Context, now time.Time) []statsa
 		start        time.Time
 	}
 	var want []sys
-	if cg, ok := p.processCgroup("self"); ok {
+	if cg, ok := p.processCgroup(os.Getpid()); ok {
 		want = append(want, sys{statsapi.SystemContainerKubelet, cg, p.created})
 	}
 	if pid := p.findRuntimePID(); pid > 0 {
-		if cg, ok := p.processCgroup(strconv.Itoa(pid)); ok {
+		if cg, ok := p.processCgroup(pid); ok {
 			want = append(want, sys{name: statsapi.SystemContainerRuntime, cgroup: cg})
 		}
 	}
@@ -65,12 +65,12 @@ func systemContainer(name string, start time.Time, s cgroupSample, rate *uint64,
 
 // processCgroup is the accounting cgroup of /proc/<pid>, if it has one
 // below the root.
-func (p *Provider) processCgroup(pid string) (string, bool) {
-	data, err := os.ReadFile(filepath.Join(p.procRoot, pid, "cgroup"))
+func (p *Provider) processCgroup(pid int) (string, bool) {
+	cgs, err := p.host.ProcessCgroups(pid)
 	if err != nil {
 		return "", false
 	}
-	return accountingCgroup(parseProcCgroup(data), p.cgroups.Unified)
+	return accountingCgroup(cgs, p.cgroups.Unified)
 }
 
 // findRuntimePID returns the runtime daemon's pid, checking the last one

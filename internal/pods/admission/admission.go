@@ -5,6 +5,8 @@ import (
 	"runtime"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // Result is the admission verdict. Reason is a single CamelCase word suitable
@@ -37,11 +39,7 @@ const (
 	descNodePorts             = "node(s) didn't have free ports for the requested pod ports"
 	descTaintToleration       = "node(s) had taints that the pod didn't tolerate"
 
-	labelOS                = "kubernetes.io/os"
-	annotationConfigSource = "kubernetes.io/config.source"
-	configSourceAPI        = "api"
-	// systemCriticalPriority is the lowest priority of a critical pod.
-	systemCriticalPriority int32 = 2000000000
+	labelOS = "kubernetes.io/os"
 )
 
 // failure is one failed check. resource marks an insufficient resource,
@@ -96,7 +94,7 @@ func Admit(pod *v1.Pod, node *v1.Node, admitted []*v1.Pod) Result {
 	if len(failures) == 0 {
 		return Result{Admit: true}
 	}
-	if isCriticalPod(pod) {
+	if podutil.IsCriticalPod(pod) {
 		for _, f := range failures {
 			if !f.resource {
 				return reject(f)
@@ -121,7 +119,7 @@ func generalFailures(pod *v1.Pod, node *v1.Node, others []*v1.Pod) []failure {
 	if !portsFit(pod, others) {
 		failures = append(failures, predicateFailure(ReasonNodePorts, descNodePorts))
 	}
-	if !isStaticPod(pod) && hasUntoleratedNoExecuteTaint(pod, node) {
+	if !podutil.IsStaticPod(pod) && hasUntoleratedNoExecuteTaint(pod, node) {
 		failures = append(failures, predicateFailure(ReasonTaintToleration, descTaintToleration))
 	}
 	return failures
@@ -162,22 +160,4 @@ func supplementalGroupsPolicySupported(pod *v1.Pod, node *v1.Node) bool {
 	}
 	f := node.Status.Features
 	return f != nil && f.SupplementalGroupsPolicy != nil && *f.SupplementalGroupsPolicy
-}
-
-// isStaticPod reports whether the pod came from a file or URL source.
-func isStaticPod(pod *v1.Pod) bool {
-	src, ok := pod.Annotations[annotationConfigSource]
-	return ok && src != configSourceAPI
-}
-
-// isCriticalPod reports whether the pod is static, a mirror pod, or has a
-// system-critical priority.
-func isCriticalPod(pod *v1.Pod) bool {
-	if isStaticPod(pod) {
-		return true
-	}
-	if _, ok := pod.Annotations[v1.MirrorPodAnnotationKey]; ok {
-		return true
-	}
-	return pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority
 }

@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 func TestAdmit(t *testing.T) {
@@ -200,7 +202,7 @@ func TestAdmit(t *testing.T) {
 		},
 		{
 			name: "static pods skip the taint check",
-			pod:  testPod("p", nil, func(p *v1.Pod) { p.Annotations[annotationConfigSource] = "file" }),
+			pod:  testPod("p", nil, func(p *v1.Pod) { p.Annotations[podutil.ConfigSourceAnnotationKey] = "file" }),
 			node: testNode(untolerated), want: Result{Admit: true},
 		},
 		{

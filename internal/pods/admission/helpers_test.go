@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // otherOS is an OS this test binary does not run on.
@@ -42,7 +44,7 @@ func testPod(name string, reqs v1.ResourceList, mutate ...func(*v1.Pod)) *v1.Pod
 	p := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: "default", UID: types.UID("uid-" + name),
-			Annotations: map[string]string{annotationConfigSource: configSourceAPI},
+			Annotations: map[string]string{podutil.ConfigSourceAnnotationKey: podutil.ApiserverSource},
 		},
 		Spec: v1.PodSpec{Containers: []v1.Container{ctr("app", reqs)}},
 	}

@@ -2,6 +2,8 @@ package admission
 
 import (
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // bindAllIP is the host IP an empty hostIP means: every address.
@@ -36,7 +38,7 @@ func hostPorts(pod *v1.Pod) []hostPort {
 		}
 	}
 	for i := range pod.Spec.InitContainers {
-		if isRestartable(&pod.Spec.InitContainers[i]) {
+		if podutil.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
 			add(pod.Spec.InitContainers[i].Ports)
 		}
 	}
@@ -65,8 +67,4 @@ func portsFit(pod *v1.Pod, others []*v1.Pod) bool {
 		}
 	}
 	return true
-}
-
-func isRestartable(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }

@@ -6,16 +6,14 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 const (
-	hugePagesPrefix         = "hugepages-"
-	attachableVolumesPrefix = "attachable-volumes-"
-	nativeDomain            = "kubernetes.io/"
-	quotaRequestsPrefix     = "requests."
-	draDeviceClassPrefix    = "deviceclass.resource.kubernetes.io/"
-	messageInsufficientFmt  = "Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d"
+	draDeviceClassPrefix   = "deviceclass.resource.kubernetes.io/"
+	messageInsufficientFmt = "Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d"
 )
 
 // amounts is a resource vector in the units the fit check compares:
@@ -40,7 +38,7 @@ func (a *amounts) add(rl v1.ResourceList) {
 		case v1.ResourcePods:
 			a.pods += q.Value()
 		default:
-			if isScalarResource(name) {
+			if podutil.IsScalarResourceName(name) {
 				if a.scalar == nil {
 					a.scalar = map[v1.ResourceName]int64{}
 				}
@@ -62,7 +60,7 @@ func resourceFailures(pod *v1.Pod, node *v1.Node, others []*v1.Pod) []failure {
 		used.add(admittedPodRequests(o))
 	}
 	var req amounts
-	req.add(podRequests(pod, false))
+	req.add(podRequests(pod))
 
 	var out []failure
 	if int64(len(others))+1 > alloc.pods {
@@ -99,100 +97,21 @@ func insufficient(name v1.ResourceName, requested, used, capacity int64) failure
 	}
 }
 
-// admittedPodRequests is podRequests for a pod already running: resources
-// the pod status reports as allocated or actuated count when larger than
-// the spec, so an in-flight resize is never under-counted.
+// podRequests is what the pod being admitted asks for (overhead included),
+// as the scheduler's fit check reads it; its status is not looked at.
+func podRequests(pod *v1.Pod) v1.ResourceList {
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+}
+
+// admittedPodRequests is what a pod already running holds, as the
+// scheduler's NodeInfo counts it: resources the pod status reports as
+// allocated or actuated count when larger than the spec (an infeasible
+// resize leaves the spec out), for containers and pod-level resources, so an
+// in-flight resize is never under-counted.
 func admittedPodRequests(pod *v1.Pod) v1.ResourceList {
-	return podRequests(pod, true)
-}
-
-// podRequests is what the pod needs reserved: regular containers and
-// sidecars (restartable init containers) run together, each ordinary init
-// container runs beside the sidecars declared before it, and the pod needs
-// the larger of the two per resource. Pod-level requests (cpu, memory,
-// hugepages-*) replace the container aggregate for the resources they name.
-// Overhead is added last. With useStatus, a container's status resources
-// (and the pod's, for pod-level requests) raise the spec values.
-func podRequests(pod *v1.Pod, useStatus bool) v1.ResourceList {
-	var statuses map[string]*v1.ContainerStatus
-	infeasible := false
-	if useStatus {
-		statuses = map[string]*v1.ContainerStatus{}
-		for i := range pod.Status.ContainerStatuses {
-			statuses[pod.Status.ContainerStatuses[i].Name] = &pod.Status.ContainerStatuses[i]
-		}
-		for i := range pod.Status.InitContainerStatuses {
-			statuses[pod.Status.InitContainerStatuses[i].Name] = &pod.Status.InitContainerStatuses[i]
-		}
-		infeasible = resizeInfeasible(pod)
-	}
-	effective := func(c *v1.Container) v1.ResourceList {
-		if cs, ok := statuses[c.Name]; ok && cs.Resources != nil {
-			return effectiveRequests(c.Resources.Requests, cs.Resources.Requests, cs.AllocatedResources, infeasible)
-		}
-		return c.Resources.Requests
-	}
-
-	total := v1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		addList(total, effective(&pod.Spec.Containers[i]))
-	}
-	sidecars := v1.ResourceList{}
-	initPeak := v1.ResourceList{}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		if isRestartable(c) {
-			reqs := effective(c)
-			addList(total, reqs)
-			addList(sidecars, reqs)
-			maxList(initPeak, sidecars)
-			continue
-		}
-		during := v1.ResourceList{}
-		addList(during, c.Resources.Requests)
-		addList(during, sidecars)
-		maxList(initPeak, during)
-	}
-	maxList(total, initPeak)
-
-	if podLevelRequestsSet(pod) {
-		var eff v1.ResourceList
-		if useStatus && pod.Status.Resources != nil {
-			eff = effectiveRequests(pod.Spec.Resources.Requests, pod.Status.Resources.Requests, pod.Status.AllocatedResources, infeasible)
-		}
-		for name, q := range pod.Spec.Resources.Requests {
-			if !podLevelResource(name) {
-				continue
-			}
-			if eff != nil {
-				q = eff[name]
-			}
-			total[name] = q.DeepCopy()
-		}
-	}
-	addList(total, pod.Spec.Overhead)
-	return total
-}
-
-// effectiveRequests is the per-resource maximum of the spec, actuated and
-// allocated requests; when a resize is infeasible the spec is left out.
-func effectiveRequests(spec, actuated, allocated v1.ResourceList, infeasible bool) v1.ResourceList {
-	out := v1.ResourceList{}
-	if !infeasible {
-		maxList(out, spec)
-	}
-	maxList(out, actuated)
-	maxList(out, allocated)
-	return out
-}
-
-func resizeInfeasible(pod *v1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == v1.PodResizePending {
-			return c.Reason == v1.PodReasonInfeasible
-		}
-	}
-	return false
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{
+		UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true,
+	})
 }
 
 // withoutMissingExtendedResources returns the pod, or a copy of it whose
@@ -202,12 +121,12 @@ func resizeInfeasible(pod *v1.Pod) bool {
 // admission on the node.
 func withoutMissingExtendedResources(pod *v1.Pod, node *v1.Node) *v1.Pod {
 	drop := func(name v1.ResourceName, container string) bool {
-		if isExtendedResource(name) {
+		if podutil.IsExtendedResourceName(name) {
 			if _, ok := node.Status.Allocatable[name]; !ok {
 				return true
 			}
 		}
-		return (isExtendedResource(name) || strings.HasPrefix(string(name), draDeviceClassPrefix)) &&
+		return (podutil.IsExtendedResourceName(name) || strings.HasPrefix(string(name), draDeviceClassPrefix)) &&
 			draBacked(pod, name, container)
 	}
 	needed := false
@@ -249,64 +168,4 @@ func draBacked(pod *v1.Pod, name v1.ResourceName, container string) bool {
 		}
 	}
 	return false
-}
-
-// podLevelRequestsSet reports whether spec.resources requests any resource
-// pod-level resources may name.
-func podLevelRequestsSet(pod *v1.Pod) bool {
-	if pod.Spec.Resources == nil {
-		return false
-	}
-	for name := range pod.Spec.Resources.Requests {
-		if podLevelResource(name) {
-			return true
-		}
-	}
-	return false
-}
-
-func podLevelResource(name v1.ResourceName) bool {
-	return name == v1.ResourceCPU || name == v1.ResourceMemory || strings.HasPrefix(string(name), hugePagesPrefix)
-}
-
-// isNativeResource: no domain, or a kubernetes.io one.
-func isNativeResource(name v1.ResourceName) bool {
-	return !strings.Contains(string(name), "/") || strings.Contains(string(name), nativeDomain)
-}
-
-// isExtendedResource: a domain-qualified name outside kubernetes.io that
-// would also be a valid quota name.
-func isExtendedResource(name v1.ResourceName) bool {
-	if isNativeResource(name) || strings.HasPrefix(string(name), quotaRequestsPrefix) {
-		return false
-	}
-	return len(validation.IsQualifiedName(quotaRequestsPrefix+string(name))) == 0
-}
-
-// isScalarResource: the resources counted by name beyond cpu, memory,
-// ephemeral-storage and pods.
-func isScalarResource(name v1.ResourceName) bool {
-	s := string(name)
-	return isExtendedResource(name) || strings.HasPrefix(s, hugePagesPrefix) ||
-		strings.Contains(s, nativeDomain) || strings.HasPrefix(s, attachableVolumesPrefix)
-}
-
-func addList(dst, src v1.ResourceList) {
-	for name, q := range src {
-		sum, ok := dst[name]
-		if !ok {
-			dst[name] = q.DeepCopy()
-			continue
-		}
-		sum.Add(q)
-		dst[name] = sum
-	}
-}
-
-func maxList(dst, src v1.ResourceList) {
-	for name, q := range src {
-		if cur, ok := dst[name]; !ok || q.Cmp(cur) > 0 {
-			dst[name] = q.DeepCopy()
-		}
-	}
 }

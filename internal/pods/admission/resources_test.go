@@ -91,7 +91,10 @@ func TestPodRequests(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := podRequests(tc.pod, tc.useStatus)
+			got := podRequests(tc.pod)
+			if tc.useStatus {
+				got = admittedPodRequests(tc.pod)
+			}
 			if !equalLists(got, tc.want) {
 				t.Errorf("podRequests() = %v, want %v", got, tc.want)
 			}
@@ -120,33 +123,6 @@ func equalLists(a, b v1.ResourceList) bool {
 		}
 	}
 	return true
-}
-
-func TestResourceNames(t *testing.T) {
-	tests := []struct {
-		name             v1.ResourceName
-		extended, scalar bool
-	}{
-		{name: "cpu"},
-		{name: "pods"},
-		{name: "example.com/gpu", extended: true, scalar: true},
-		{name: "hugepages-1Gi", scalar: true},
-		{name: "kubernetes.io/batch-cpu", scalar: true},
-		{name: "deviceclass.resource.kubernetes.io/gpu", scalar: true},
-		{name: "attachable-volumes-csi-x", scalar: true},
-		{name: "requests.example.com/gpu"},
-		{name: "bad name/x"},
-	}
-	for _, tc := range tests {
-		t.Run(string(tc.name), func(t *testing.T) {
-			if got := isExtendedResource(tc.name); got != tc.extended {
-				t.Errorf("isExtendedResource(%q) = %v, want %v", tc.name, got, tc.extended)
-			}
-			if got := isScalarResource(tc.name); got != tc.scalar {
-				t.Errorf("isScalarResource(%q) = %v, want %v", tc.name, got, tc.scalar)
-			}
-		})
-	}
 }
 
 func TestWithoutMissingExtendedResources(t *testing.T) {

@@ -7,8 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/version"
-
-	"github.com/seed-kubelet/kubelet/internal/pods/podspec"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 )
 
 // ReasonSysctlForbidden is the status reason of a pod whose sysctls are
@@ -46,38 +45,6 @@ func SafeSysctls(kernelRelease string) []string {
 	return out
 }
 
-// sysctlNamespace is the kernel namespace a sysctl lives in.
-type sysctlNamespace string
-
-const (
-	nsIPC     sysctlNamespace = "IPC"
-	nsNet     sysctlNamespace = "Net"
-	nsUnknown sysctlNamespace = ""
-)
-
-// Sysctls known to be namespaced: these exact names (kernel.shm and
-// kernel.msg stand for the kernel.shm*/kernel.msg* patterns) and prefixes.
-var (
-	ipcSysctls = map[string]bool{
-		"kernel.sem": true, "kernel.shmall": true, "kernel.shmmax": true, "kernel.shmmni": true,
-		"kernel.shm_rmid_forced": true, "kernel.shm": true,
-		"kernel.msgmax": true, "kernel.msgmnb": true, "kernel.msgmni": true, "kernel.msg": true,
-	}
-	sysctlPrefixes = map[string]sysctlNamespace{"net": nsNet, "fs.mqueue": nsIPC}
-)
-
-func namespaceOf(name string) sysctlNamespace {
-	if ipcSysctls[name] {
-		return nsIPC
-	}
-	for p, ns := range sysctlPrefixes {
-		if strings.HasPrefix(name, p+".") {
-			return ns
-		}
-	}
-	return nsUnknown
-}
-
 // A sysctl pattern: segments as in a sysctl name, the last of which may end
 // with '*'.
 var sysctlPatternRe = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*([a-z0-9][-_a-z0-9]*)?[a-z0-9*]$`)
@@ -86,26 +53,21 @@ const sysctlMaxLength = 253
 
 // SysctlAllowlist admits pods whose sysctls are all allowed.
 type SysctlAllowlist struct {
-	names    map[string]sysctlNamespace
-	prefixes map[string]sysctlNamespace
+	names    map[string]utilsysctl.Namespace
+	prefixes map[string]utilsysctl.Namespace
 }
 
 // NewSysctlAllowlist builds the allowlist from sysctl names and patterns
 // ending in '*' (the safe set plus allowedUnsafeSysctls). A malformed
 // pattern, or one not known to be namespaced, is an error.
 func NewSysctlAllowlist(patterns []string) (*SysctlAllowlist, error) {
-	w := &SysctlAllowlist{names: map[string]sysctlNamespace{}, prefixes: map[string]sysctlNamespace{}}
+	w := &SysctlAllowlist{names: map[string]utilsysctl.Namespace{}, prefixes: map[string]utilsysctl.Namespace{}}
 	for _, p := range patterns {
 		if len(p) > sysctlMaxLength || !sysctlPatternRe.MatchString(p) {
 			return nil, fmt.Errorf("sysctl %q must have at most %d characters and match regex %s", p, sysctlMaxLength, sysctlPatternRe)
 		}
-		name := podspec.NormalizeSysctl(p)
-		prefixed := false
-		if i := strings.IndexByte(name, '*'); i >= 0 {
-			name, prefixed = name[:i], true
-		}
-		ns := namespaceOf(name)
-		if ns == nsUnknown {
+		ns, name, prefixed := utilsysctl.GetNamespace(p)
+		if ns == utilsysctl.UnknownNamespace {
 			return nil, fmt.Errorf("the sysctls %q are not known to be namespaced", name)
 		}
 		if prefixed {
@@ -120,7 +82,7 @@ func NewSysctlAllowlist(patterns []string) (*SysctlAllowlist, error) {
 // check reports why sysctl may not be set, or nil. A sysctl of a namespace
 // the pod shares with the host is refused.
 func (w *SysctlAllowlist) check(sysctl string, hostNet, hostIPC bool) error {
-	sysctl = podspec.NormalizeSysctl(sysctl)
+	sysctl = utilsysctl.NormalizeName(sysctl)
 	ns, found := w.names[sysctl]
 	if !found {
 		for p, pns := range w.prefixes {
@@ -133,7 +95,7 @@ func (w *SysctlAllowlist) check(sysctl string, hostNet, hostIPC bool) error {
 	if !found {
 		return fmt.Errorf("%q not allowlisted", sysctl)
 	}
-	if (ns == nsIPC && hostIPC) || (ns == nsNet && hostNet) {
+	if (ns == utilsysctl.IPCNamespace && hostIPC) || (ns == utilsysctl.NetNamespace && hostNet) {
 		return fmt.Errorf("%q not allowed with host %s enabled", sysctl, ns)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // Pods is what the manager reads of the desired pods.
@@ -31,11 +32,11 @@ func NewManager(client *Client, pods Pods) *Manager {
 // Ensure creates the mirror pod of a static pod when it is missing, and
 // replaces one that is stale (another hash) or being deleted.
 func (m *Manager) Ensure(ctx context.Context, static *v1.Pod) error {
-	if !podmanager.IsStatic(static) {
+	if !podutil.IsStaticPod(static) {
 		return nil
 	}
 	if mp, ok := m.pods.Mirror(static); ok {
-		if mp.DeletionTimestamp == nil && mp.Annotations[podmanager.MirrorAnnotation] == static.Annotations[podmanager.HashAnnotation] {
+		if mp.DeletionTimestamp == nil && mp.Annotations[podutil.ConfigMirrorAnnotationKey] == static.Annotations[podutil.ConfigHashAnnotationKey] {
 			return nil
 		}
 		klog.V(2).InfoS("Replacing mirror pod", "pod", klog.KObj(mp), "deleting", mp.DeletionTimestamp != nil)

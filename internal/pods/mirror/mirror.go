@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/seed-kubelet/kubelet/internal/kubeclient"
-	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // Client creates and deletes mirror pods.
@@ -44,7 +44,7 @@ func Build(static *v1.Pod, nodeName string, nodeUID types.UID) *v1.Pod {
 	if mp.Annotations == nil {
 		mp.Annotations = map[string]string{}
 	}
-	mp.Annotations[podmanager.MirrorAnnotation] = static.Annotations[podmanager.HashAnnotation]
+	mp.Annotations[podutil.ConfigMirrorAnnotationKey] = static.Annotations[podutil.ConfigHashAnnotationKey]
 	if nodeUID != "" {
 		controller := true
 		mp.OwnerReferences = []metav1.OwnerReference{{

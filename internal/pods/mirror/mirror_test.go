@@ -10,13 +10,13 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/seed-kubelet/kubelet/internal/kubeclient/kubeclienttest"
-	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 func static() *v1.Pod {
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "etcd-node1", Namespace: "kube-system", UID: "abc",
-			Annotations: map[string]string{podmanager.HashAnnotation: "abc", "kubernetes.io/config.source": "file"}},
+			Annotations: map[string]string{podutil.ConfigHashAnnotationKey: "abc", podutil.ConfigSourceAnnotationKey: "file"}},
 		Spec:   v1.PodSpec{NodeName: "node1", Containers: []v1.Container{{Name: "c", Image: "busybox"}}},
 		Status: v1.PodStatus{Phase: v1.PodRunning},
 	}
@@ -27,8 +27,8 @@ func TestBuild(t *testing.T) {
 	if mp.UID != "" || mp.Status.Phase != "" {
 		t.Fatalf("mirror pod keeps UID %q or status %q", mp.UID, mp.Status.Phase)
 	}
-	if mp.Annotations[podmanager.MirrorAnnotation] != "abc" {
-		t.Fatalf("mirror annotation = %q, want the static pod's hash", mp.Annotations[podmanager.MirrorAnnotation])
+	if mp.Annotations[podutil.ConfigMirrorAnnotationKey] != "abc" {
+		t.Fatalf("mirror annotation = %q, want the static pod's hash", mp.Annotations[podutil.ConfigMirrorAnnotationKey])
 	}
 	if len(mp.OwnerReferences) != 1 || mp.OwnerReferences[0].Kind != "Node" || mp.OwnerReferences[0].UID != "node-uid" {
 		t.Fatalf("owner references %v", mp.OwnerReferences)

@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // Manager holds the desired pods. Safe for concurrent use.
@@ -26,29 +28,11 @@ func NewManager() *Manager {
 // FullName is namespace/name.
 func FullName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
 
-// IsStatic reports whether the pod came from a file or URL source.
-func IsStatic(p *v1.Pod) bool {
-	src := p.Annotations["kubernetes.io/config.source"]
-	return src != "" && src != "api"
-}
-
-// MirrorAnnotation marks a mirror pod; its value is the static pod's hash.
-const MirrorAnnotation = "kubernetes.io/config.mirror"
-
-// HashAnnotation is the static pod's hash (its UID).
-const HashAnnotation = "kubernetes.io/config.hash"
-
-// IsMirror reports whether p is a mirror pod.
-func IsMirror(p *v1.Pod) bool {
-	_, ok := p.Annotations[MirrorAnnotation]
-	return ok
-}
-
 // AddOrUpdate stores pod (a mirror pod goes to the mirror index).
 func (m *Manager) AddOrUpdate(p *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if IsMirror(p) {
+	if podutil.IsMirrorPod(p) {
 		m.mirrors[FullName(p)] = p
 		return
 	}
@@ -63,7 +47,7 @@ func (m *Manager) AddOrUpdate(p *v1.Pod) {
 func (m *Manager) Remove(p *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if IsMirror(p) {
+	if podutil.IsMirrorPod(p) {
 		if cur, ok := m.mirrors[FullName(p)]; ok && cur.UID == p.UID {
 			delete(m.mirrors, FullName(p))
 		}
@@ -130,7 +114,7 @@ func (m *Manager) OrphanedMirrors() []*v1.Pod {
 	var out []*v1.Pod
 	for name, mp := range m.mirrors {
 		sp, ok := m.byName[name]
-		if !ok || !IsStatic(sp) || mp.Annotations[MirrorAnnotation] != sp.Annotations[HashAnnotation] {
+		if !ok || !podutil.IsStaticPod(sp) || mp.Annotations[podutil.ConfigMirrorAnnotationKey] != sp.Annotations[podutil.ConfigHashAnnotationKey] {
 			out = append(out, mp)
 		}
 	}

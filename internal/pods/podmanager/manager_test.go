@@ -6,6 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 func mk(uid, name string) *v1.Pod {
@@ -30,27 +32,12 @@ func TestEditedStaticPodKeepsName(t *testing.T) {
 	}
 }
 
-func TestIsStatic(t *testing.T) {
-	p := mk("a", "x")
-	if IsStatic(p) {
-		t.Fatal("pod without source annotation is static")
-	}
-	p.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
-	if !IsStatic(p) {
-		t.Fatal("file pod not static")
-	}
-	p.Annotations["kubernetes.io/config.source"] = "api"
-	if IsStatic(p) {
-		t.Fatal("api pod static")
-	}
-}
-
 func TestMirrorPods(t *testing.T) {
 	m := NewManager()
 	static := mk("s1", "etcd-node")
-	static.Annotations = map[string]string{"kubernetes.io/config.source": "file", HashAnnotation: "s1"}
+	static.Annotations = map[string]string{"kubernetes.io/config.source": "file", podutil.ConfigHashAnnotationKey: "s1"}
 	mirror := mk("m1", "etcd-node")
-	mirror.Annotations = map[string]string{MirrorAnnotation: "s1"}
+	mirror.Annotations = map[string]string{podutil.ConfigMirrorAnnotationKey: "s1"}
 	m.AddOrUpdate(static)
 	m.AddOrUpdate(mirror)
 	if got, ok := m.Mirror(static); !ok || got.UID != "m1" {
@@ -63,7 +50,7 @@ func TestMirrorPods(t *testing.T) {
 		t.Fatalf("mirror with matching hash reported orphaned: %v", o)
 	}
 	stale := mk("m2", "etcd-node")
-	stale.Annotations = map[string]string{MirrorAnnotation: "old-hash"}
+	stale.Annotations = map[string]string{podutil.ConfigMirrorAnnotationKey: "old-hash"}
 	m.AddOrUpdate(stale)
 	if o := m.OrphanedMirrors(); len(o) != 1 || o[0].UID != "m2" {
 		t.Fatalf("mirror with a stale hash not reported: %v", o)

@@ -2,6 +2,9 @@ package podspec
 
 import (
 	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // Values the API server fills in (k8s.io/api/core/v1 names most of them).
@@ -93,8 +96,8 @@ func defaultPodHugePageLimits(spec *v1.PodSpec) {
 	if limits == nil {
 		limits = v1.ResourceList{}
 	}
-	for name, q := range aggregateContainerResources(spec, limitsOf) {
-		if !isHugePages(name) {
+	for name, q := range aggregateLimits(spec) {
+		if !podutil.IsHugePageResourceName(name) {
 			continue
 		}
 		if _, requested := r.Requests[name]; requested {
@@ -118,13 +121,13 @@ func defaultPodRequests(spec *v1.PodSpec) {
 	if requests == nil {
 		requests = v1.ResourceList{}
 	}
-	for name, q := range aggregateContainerResources(spec, requestsOf) {
-		if _, ok := requests[name]; !ok && podLevelResource(name) && overcommitAllowed(name) {
+	for name, q := range aggregateRequests(spec) {
+		if _, ok := requests[name]; !ok && resourcehelper.IsSupportedPodLevelResource(name) && podutil.IsOvercommitAllowed(name) {
 			requests[name] = q.DeepCopy()
 		}
 	}
 	for name, q := range r.Limits {
-		if _, ok := requests[name]; !ok && podLevelResource(name) {
+		if _, ok := requests[name]; !ok && resourcehelper.IsSupportedPodLevelResource(name) {
 			requests[name] = q.DeepCopy()
 		}
 	}
@@ -142,8 +145,8 @@ func defaultPodLimits(spec *v1.PodSpec) {
 	if limits == nil {
 		limits = v1.ResourceList{}
 	}
-	for name, q := range aggregateContainerResources(spec, limitsOf) {
-		if _, ok := limits[name]; ok || !podLevelResource(name) || !overcommitAllowed(name) {
+	for name, q := range aggregateLimits(spec) {
+		if _, ok := limits[name]; ok || !resourcehelper.IsSupportedPodLevelResource(name) || !podutil.IsOvercommitAllowed(name) {
 			continue
 		}
 		if !everyContainerLimits(spec, name) {
@@ -158,7 +161,7 @@ func defaultPodLimits(spec *v1.PodSpec) {
 
 func anyPodLevel(list v1.ResourceList) bool {
 	for name := range list {
-		if podLevelResource(name) {
+		if resourcehelper.IsSupportedPodLevelResource(name) {
 			return true
 		}
 	}

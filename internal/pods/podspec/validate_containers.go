@@ -6,6 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // podContext is what container validation needs to know about the pod.
@@ -83,7 +85,7 @@ func validateInitContainers(inits, regular []v1.Container, pc *podContext, fldPa
 		// Init containers run one at a time, so their host ports only need
 		// to be unique within each of them.
 		allErrs = append(allErrs, hostPortConflicts([]v1.Container{*c}, fldPath)...)
-		if isRestartable(c) {
+		if podutil.IsRestartableInitContainer(c) {
 			allErrs = append(allErrs, validateProbesAndLifecycle(c, pc, path)...)
 			continue
 		}
@@ -204,7 +206,7 @@ func validateContainerRestartPolicy(c *v1.Container, allowed []v1.ContainerResta
 	if c.RestartPolicy == nil {
 		allErrs = append(allErrs, field.Required(policyPath, "must be specified when restartPolicyRules are used"))
 	}
-	if isInit && isRestartable(c) {
+	if isInit && podutil.IsRestartableInitContainer(c) {
 		allErrs = append(allErrs, field.Forbidden(rulesPath, "may not be set for init containers with restartPolicy=Always"))
 	}
 	if len(rules) > maxRestartPolicyRules {

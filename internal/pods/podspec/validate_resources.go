@@ -7,8 +7,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/api/validate/content"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 type resourceNameFn func(name v1.ResourceName, fldPath *field.Path) field.ErrorList
@@ -33,7 +36,7 @@ func validateResourceRequirements(r *v1.ResourceRequirements, nameFn resourceNam
 		p := limPath.Key(string(name))
 		allErrs = append(allErrs, nameFn(name, p)...)
 		allErrs = append(allErrs, validateQuantity(name, q, p)...)
-		hugePages = hugePages || isHugePages(name)
+		hugePages = hugePages || podutil.IsHugePageResourceName(name)
 		allErrs = append(allErrs, validateHugePageQuantity(name, q, p)...)
 		cpuOrMemory = cpuOrMemory || name == v1.ResourceCPU || name == v1.ResourceMemory
 	}
@@ -44,15 +47,15 @@ func validateResourceRequirements(r *v1.ResourceRequirements, nameFn resourceNam
 		allErrs = append(allErrs, validateQuantity(name, q, p)...)
 		if limit, ok := r.Limits[name]; ok {
 			switch {
-			case q.Cmp(limit) != 0 && !overcommitAllowed(name):
+			case q.Cmp(limit) != 0 && !podutil.IsOvercommitAllowed(name):
 				allErrs = append(allErrs, field.Invalid(reqPath, q.String(), fmt.Sprintf("must be equal to %s limit of %s", name, limit.String())))
 			case q.Cmp(limit) > 0:
 				allErrs = append(allErrs, field.Invalid(reqPath, q.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
 			}
-		} else if !overcommitAllowed(name) {
+		} else if !podutil.IsOvercommitAllowed(name) {
 			allErrs = append(allErrs, field.Required(limPath, "Limit must be set for non overcommitable resources"))
 		}
-		hugePages = hugePages || isHugePages(name)
+		hugePages = hugePages || podutil.IsHugePageResourceName(name)
 		allErrs = append(allErrs, validateHugePageQuantity(name, q, p)...)
 		cpuOrMemory = cpuOrMemory || name == v1.ResourceCPU || name == v1.ResourceMemory
 	}
@@ -69,7 +72,7 @@ func validateQuantity(name v1.ResourceName, q resource.Quantity, fldPath *field.
 	if q.Sign() < 0 {
 		allErrs = append(allErrs, field.Invalid(fldPath, q.String(), isNegativeErrorMsg))
 	}
-	if isExtendedResource(name) && q.MilliValue()%1000 != 0 {
+	if podutil.IsExtendedResourceName(name) && q.MilliValue()%1000 != 0 {
 		allErrs = append(allErrs, field.Invalid(fldPath, q, "must be an integer"))
 	}
 	return allErrs
@@ -77,28 +80,18 @@ func validateQuantity(name v1.ResourceName, q resource.Quantity, fldPath *field.
 
 // validateHugePageQuantity requires a whole number of pages.
 func validateHugePageQuantity(name v1.ResourceName, q resource.Quantity, fldPath *field.Path) field.ErrorList {
-	if !isHugePages(name) {
+	if !podutil.IsHugePageResourceName(name) {
 		return nil
 	}
-	page, err := resource.ParseQuantity(strings.TrimPrefix(string(name), hugePagesPrefix))
+	page, err := resource.ParseQuantity(strings.TrimPrefix(string(name), v1.ResourceHugePagesPrefix))
 	if err != nil || page.Value() <= 0 || q.Value()%page.Value() != 0 {
 		return field.ErrorList{field.Invalid(fldPath, q.String(), fmt.Sprintf("%s is not positive integer multiple of %s", q.String(), name))}
 	}
 	return nil
 }
 
-// isExtendedResource reports whether a name is a vendor resource
-// ("example.com/gpu"): domain-prefixed, not Kubernetes-owned, and usable in
-// a quota as requests.<name>.
-func isExtendedResource(name v1.ResourceName) bool {
-	if isNativeResource(name) || strings.HasPrefix(string(name), "requests.") {
-		return false
-	}
-	return len(content.IsQualifiedName("requests."+string(name))) == 0
-}
-
 func standardContainerResource(name v1.ResourceName) bool {
-	return name == v1.ResourceCPU || name == v1.ResourceMemory || name == v1.ResourceEphemeralStorage || isHugePages(name)
+	return name == v1.ResourceCPU || name == v1.ResourceMemory || name == v1.ResourceEphemeralStorage || podutil.IsHugePageResourceName(name)
 }
 
 // validateContainerResourceName allows cpu, memory, ephemeral-storage, huge
@@ -113,7 +106,7 @@ func validateContainerResourceName(name v1.ResourceName, fldPath *field.Path) fi
 		}
 		return nil
 	}
-	if !isNativeResource(name) && !isExtendedResource(name) {
+	if !podutil.IsNativeResource(name) && !podutil.IsExtendedResourceName(name) {
 		return field.ErrorList{field.Invalid(fldPath, name, "doesn't follow extended resource name standard")}
 	}
 	return nil
@@ -124,8 +117,8 @@ func validatePodResourceName(name v1.ResourceName, fldPath *field.Path) field.Er
 	if errs := validateQualifiedName(string(name), fldPath); len(errs) > 0 {
 		return errs
 	}
-	if !podLevelResource(name) {
-		return field.ErrorList{field.NotSupported(fldPath, name, podLevelResourceNames)}
+	if !resourcehelper.IsSupportedPodLevelResource(name) {
+		return field.ErrorList{field.NotSupported(fldPath, name, sets.List(resourcehelper.SupportedPodLevelResources()))}
 	}
 	return nil
 }
@@ -172,7 +165,7 @@ func validatePodResources(spec *v1.PodSpec, claimNames map[string]bool, fldPath 
 		allErrs = append(allErrs, field.Forbidden(fldPath.Child("claims"), "claims cannot be set for Resources at pod-level"))
 	}
 	allErrs = append(allErrs, validateResourceRequirements(&v1.ResourceRequirements{Limits: r.Limits, Requests: r.Requests}, validatePodResourceName, claimNames, fldPath)...)
-	aggregate := aggregateContainerResources(spec, requestsOf)
+	aggregate := aggregateRequests(spec)
 	for _, name := range sortedResourceNames(aggregate) {
 		podRequest, ok := r.Requests[name]
 		if !ok {

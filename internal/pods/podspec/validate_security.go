@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 )
 
 var (
@@ -28,35 +29,6 @@ const (
 )
 
 var sysctlNameRe = regexp.MustCompile(`^` + sysctlNameFmt + `$`)
-
-// Sysctls that live in the IPC namespace; "net." ones live in the network
-// namespace.
-var (
-	ipcSysctls = map[string]bool{
-		"kernel.sem": true, "kernel.shmall": true, "kernel.shmmax": true, "kernel.shmmni": true,
-		"kernel.shm_rmid_forced": true, "kernel.msgmax": true, "kernel.msgmnb": true, "kernel.msgmni": true,
-	}
-	ipcSysctlPrefix = "fs.mqueue."
-	netSysctlPrefix = "net."
-)
-
-// NormalizeSysctl turns the slash form ("net/ipv4/ip_forward") into the dot
-// form; in slash form a dot belongs to a segment (an interface name).
-func NormalizeSysctl(name string) string {
-	dot, slash := strings.IndexByte(name, '.'), strings.IndexByte(name, '/')
-	if slash < 0 || (dot >= 0 && dot < slash) {
-		return name
-	}
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case '.':
-			return '/'
-		case '/':
-			return '.'
-		}
-		return r
-	}, name)
-}
 
 // validatePodSecurityContext checks spec.securityContext and the host
 // namespace fields beside it.
@@ -106,11 +78,10 @@ func validateSysctls(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 			allErrs = append(allErrs, field.Duplicate(namePath, s.Name))
 		}
 		seen[s.Name] = true
-		name := NormalizeSysctl(s.Name)
-		if spec.HostNetwork && strings.HasPrefix(name, netSysctlPrefix) {
+		switch ns, _, _ := utilsysctl.GetNamespace(s.Name); {
+		case spec.HostNetwork && ns == utilsysctl.NetNamespace:
 			allErrs = append(allErrs, field.Invalid(namePath, s.Name, "may not be specified when 'hostNetwork' is true"))
-		}
-		if spec.HostIPC && (ipcSysctls[name] || strings.HasPrefix(name, ipcSysctlPrefix)) {
+		case spec.HostIPC && ns == utilsysctl.IPCNamespace:
 			allErrs = append(allErrs, field.Invalid(namePath, s.Name, "may not be specified when 'hostIPC' is true"))
 		}
 	}

@@ -547,6 +547,15 @@ func TestValidateRejects(t *testing.T) {
 			p.Spec.SecurityContext.Sysctls[0].Name = "net/ipv4/ip_local_port_range"
 		}, want(invalid, "spec.securityContext.sysctls[0].name")},
 		{"ipc sysctl with host IPC", func(p *v1.Pod) { p.Spec.HostIPC = true }, want(invalid, "spec.securityContext.sysctls[0].name")},
+		// kernel.shm and kernel.msg are in upstream's IPC table too.
+		{"kernel.msg with host IPC", func(p *v1.Pod) {
+			p.Spec.HostIPC = true
+			p.Spec.SecurityContext.Sysctls[0].Name = "kernel.msg"
+		}, want(invalid, "spec.securityContext.sysctls[0].name")},
+		{"fs.mqueue with host IPC", func(p *v1.Pod) {
+			p.Spec.HostIPC = true
+			p.Spec.SecurityContext.Sysctls[0].Name = "fs/mqueue/msg_max"
+		}, want(invalid, "spec.securityContext.sysctls[0].name")},
 		{"unmasked proc mount with host users", func(p *v1.Pod) { c0(p).SecurityContext = &v1.SecurityContext{ProcMount: ptrTo(v1.UnmaskedProcMount)} },
 			want(invalid, "spec.containers[0].securityContext.procMount")},
 		{"localhost seccomp without a profile", func(p *v1.Pod) {

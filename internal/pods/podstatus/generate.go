@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/pods/qos"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 )
@@ -126,7 +127,7 @@ func initDone(pod *v1.Pod, rt *kuberuntime.PodStatus) bool {
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		st := rt.FindContainer(c.Name)
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		if podutil.IsRestartableInitContainer(c) {
 			if st == nil || st.State != kuberuntime.StateRunning {
 				return false
 			}
@@ -239,8 +240,7 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus) v1.PodPhase
 	spec := pod.Spec
 	pendingInit := false
 	for i, st := range initStatuses {
-		sidecar := i < len(spec.InitContainers) && spec.InitContainers[i].RestartPolicy != nil &&
-			*spec.InitContainers[i].RestartPolicy == v1.ContainerRestartPolicyAlways
+		sidecar := i < len(spec.InitContainers) && podutil.IsRestartableInitContainer(&spec.InitContainers[i])
 		switch {
 		case sidecar:
 			if st.State.Running == nil && st.LastTerminationState.Terminated == nil && st.State.Terminated == nil {
@@ -315,8 +315,7 @@ func (in Input) conditions(s v1.PodStatus, rt *kuberuntime.PodStatus) []v1.PodCo
 
 	var notInit []string
 	for i, st := range s.InitContainerStatuses {
-		c := pod.Spec.InitContainers[i]
-		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+		sidecar := podutil.IsRestartableInitContainer(&pod.Spec.InitContainers[i])
 		done := (st.State.Terminated != nil && st.State.Terminated.ExitCode == 0) || (sidecar && st.Started != nil && *st.Started)
 		if !done && !initDone(pod, rt) {
 			notInit = append(notInit, st.Name)
@@ -329,8 +328,7 @@ func (in Input) conditions(s v1.PodStatus, rt *kuberuntime.PodStatus) []v1.PodCo
 		}
 	}
 	for i, st := range s.InitContainerStatuses {
-		c := pod.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways && !st.Ready {
+		if podutil.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) && !st.Ready {
 			notReady = append(notReady, st.Name)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/metrics"
 	"github.com/seed-kubelet/kubelet/internal/pods/podstatus"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
@@ -121,8 +123,8 @@ type Syncer struct {
 	cfg      Config
 	mu       sync.Mutex
 	failures map[types.UID]map[string]kuberuntime.ContainerFailure
-	started  map[types.UID]bool // pods whose start duration was recorded
-	mounts   *backoff.Backoff   // per pod UID, while volumes fail to set up
+	started  map[types.UID]bool   // pods whose start duration was recorded
+	mounts   *flowcontrol.Backoff // per pod UID, while volumes fail to set up
 	// mountFailed is when each pod's volumes last failed (and were reported).
 	mountFailed map[types.UID]time.Time
 }
@@ -177,7 +179,7 @@ func (s *Syncer) observeStart(pod *v1.Pod, ps v1.PodStatus) {
 	s.started[pod.UID] = true
 	s.mu.Unlock()
 	now := s.cfg.Clock.Now()
-	if seen, err := time.Parse(time.RFC3339Nano, pod.Annotations["kubernetes.io/config.seen"]); err == nil {
+	if seen, err := time.Parse(time.RFC3339Nano, pod.Annotations[podutil.ConfigFirstSeenAnnotationKey]); err == nil {
 		s.cfg.Metrics.PodStartDuration.Observe(now.Sub(seen).Seconds())
 	}
 	if !pod.CreationTimestamp.IsZero() {
@@ -288,7 +290,7 @@ func (s *Syncer) setUpVolumes(ctx context.Context, pod *v1.Pod) (time.Duration, 
 	s.mu.Unlock()
 	now := s.cfg.Clock.Now()
 	if failedBefore {
-		if left := s.mounts.Remaining(key, last); left > 0 {
+		if left := backoff.Remaining(s.mounts, key, last); left > 0 {
 			return left, false // this failure was reported already
 		}
 	}
@@ -302,7 +304,7 @@ func (s *Syncer) setUpVolumes(ctx context.Context, pod *v1.Pod) (time.Duration, 
 	s.mu.Lock()
 	s.mountFailed[pod.UID] = now
 	s.mu.Unlock()
-	return s.mounts.Delay(key), false
+	return s.mounts.Get(key), false
 }
 
 // probe tells the prober which container instances run now and returns
@@ -355,7 +357,7 @@ func (s *Syncer) probe(pod *v1.Pod, st *kuberuntime.PodStatus) map[string]kuberu
 			Message: fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, kind)}
 	}
 	for i := range pod.Spec.InitContainers {
-		if c := &pod.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		if c := &pod.Spec.InitContainers[i]; podutil.IsRestartableInitContainer(c) {
 			check(c)
 		}
 	}

@@ -2,6 +2,9 @@ package qos
 
 import (
 	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // OOM score adjustments, as the upstream kubelet assigns them.
@@ -14,14 +17,6 @@ const (
 	BestEffortOOMScoreAdj = 1000
 )
 
-const (
-	configSourceAnnotation = "kubernetes.io/config.source"
-	configMirrorAnnotation = "kubernetes.io/config.mirror"
-	apiserverSource        = "api"
-	systemCriticalPriority = int32(2_000_000_000)
-	systemNodeCritical     = "system-node-critical"
-)
-
 // ContainerOOMScoreAdjust returns the oom_score_adj for a container of pod on
 // a node with memoryCapacity bytes. Node-critical and Guaranteed containers
 // get -997, BestEffort 1000, and Burstable ones 1000 - 1000*request/capacity
@@ -29,7 +24,7 @@ const (
 // among them; a sidecar never scores above the pod's smallest regular
 // container), clamped to [3, 999] so Burstable stays between the other two.
 func ContainerOOMScoreAdjust(pod *v1.Pod, c *v1.Container, memoryCapacity int64) int {
-	if IsNodeCriticalPod(pod) {
+	if podutil.IsNodeCriticalPod(pod) {
 		return GuaranteedOOMScoreAdj
 	}
 	switch PodQOSClass(pod) {
@@ -42,11 +37,11 @@ func ContainerOOMScoreAdjust(pod *v1.Pod, c *v1.Container, memoryCapacity int64)
 		return BestEffortOOMScoreAdj - 1
 	}
 	var share int64
-	if IsPodLevelRequestsSet(pod) {
+	if resourcehelper.IsPodLevelRequestsSet(pod) {
 		share = unassignedMemoryPerContainer(pod)
 	}
 	adj := 1000 - 1000*(c.Resources.Requests.Memory().Value()+share)/memoryCapacity
-	if IsSidecar(pod, c) && len(pod.Spec.Containers) > 0 {
+	if isSidecar(pod, c) && len(pod.Spec.Containers) > 0 {
 		minAdj := 1000 - 1000*(minRegularMemoryRequest(pod)+share)/memoryCapacity
 		if adj > minAdj {
 			adj = minAdj
@@ -69,7 +64,7 @@ func unassignedMemoryPerContainer(pod *v1.Pod) int64 {
 	if podReq.IsZero() || n == 0 {
 		return 0
 	}
-	claimed := aggregate(&pod.Spec, func(r *v1.ResourceRequirements) v1.ResourceList { return r.Requests })
+	claimed := resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{})
 	return (podReq.Value() - claimed.Memory().Value()) / n
 }
 
@@ -83,30 +78,16 @@ func minRegularMemoryRequest(pod *v1.Pod) int64 {
 	return least
 }
 
-// IsStaticPod reports whether the pod came from a file or URL source rather
-// than the API server.
-func IsStaticPod(pod *v1.Pod) bool {
-	src, ok := pod.Annotations[configSourceAnnotation]
-	return ok && src != apiserverSource
-}
-
-// IsMirrorPod reports whether the pod is the API server's mirror of a static pod.
-func IsMirrorPod(pod *v1.Pod) bool {
-	_, ok := pod.Annotations[configMirrorAnnotation]
-	return ok
-}
-
-// IsCriticalPod reports whether the pod is static, mirrored, or has a
-// system-critical priority.
-func IsCriticalPod(pod *v1.Pod) bool {
-	if IsStaticPod(pod) || IsMirrorPod(pod) {
-		return true
+// isSidecar reports whether c is one of the pod's restartable init
+// containers.
+func isSidecar(pod *v1.Pod, c *v1.Container) bool {
+	if !podutil.IsRestartableInitContainer(c) {
+		return false
 	}
-	return pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority
-}
-
-// IsNodeCriticalPod reports whether the pod is critical and uses the
-// system-node-critical priority class.
-func IsNodeCriticalPod(pod *v1.Pod) bool {
-	return IsCriticalPod(pod) && pod.Spec.PriorityClassName == systemNodeCritical
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == c.Name {
+			return true
+		}
+	}
+	return false
 }

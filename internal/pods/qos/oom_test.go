@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 func TestContainerOOMScoreAdjust(t *testing.T) {
@@ -32,7 +34,7 @@ func TestContainerOOMScoreAdjust(t *testing.T) {
 		{
 			name: "node critical static pod is protected like guaranteed",
 			pod: v1.Pod{
-				ObjectMeta: objMeta(map[string]string{configSourceAnnotation: "file"}),
+				ObjectMeta: objMeta(map[string]string{podutil.ConfigSourceAnnotationKey: "file"}),
 				Spec:       v1.PodSpec{PriorityClassName: "system-node-critical", Containers: []v1.Container{ctr("a", nil, nil)}},
 			},
 			container: "a", want: -997,
@@ -96,34 +98,6 @@ func TestContainerOOMScoreAdjust(t *testing.T) {
 			}
 			if got := ContainerOOMScoreAdjust(&tc.pod, c, capa); got != tc.want {
 				t.Errorf("ContainerOOMScoreAdjust = %d, want %d", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestCriticalPods(t *testing.T) {
-	tests := []struct {
-		name                   string
-		annotations            map[string]string
-		wantStatic, wantMirror bool
-		wantCritical           bool
-	}{
-		{name: "api pod", annotations: map[string]string{configSourceAnnotation: "api"}},
-		{name: "no source annotation", annotations: nil},
-		{name: "file pod", annotations: map[string]string{configSourceAnnotation: "file"}, wantStatic: true, wantCritical: true},
-		{name: "mirror pod", annotations: map[string]string{configSourceAnnotation: "api", configMirrorAnnotation: "x"}, wantMirror: true, wantCritical: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			pod := &v1.Pod{ObjectMeta: objMeta(tc.annotations)}
-			if got := IsStaticPod(pod); got != tc.wantStatic {
-				t.Errorf("IsStaticPod = %v, want %v", got, tc.wantStatic)
-			}
-			if got := IsMirrorPod(pod); got != tc.wantMirror {
-				t.Errorf("IsMirrorPod = %v, want %v", got, tc.wantMirror)
-			}
-			if got := IsCriticalPod(pod); got != tc.wantCritical {
-				t.Errorf("IsCriticalPod = %v, want %v", got, tc.wantCritical)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/seed-kubelet/kubelet/internal/backoff"
 	"github.com/seed-kubelet/kubelet/internal/pods/podsync"
 	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
@@ -141,7 +142,7 @@ loop:
 // runPod syncs a pod until all its containers run or it finished, backing
 // off from RetryDelay up to MaxRetries tries.
 func runPod(ctx context.Context, c Config, p *v1.Pod) (v1.PodPhase, error) {
-	delay := RetryDelay
+	delays := backoff.Doubling(RetryDelay, maxRetryDelay)
 	var lastErr error
 	for attempt := 0; attempt < MaxRetries; attempt++ {
 		_, err := c.Syncer.SyncPod(ctx, p)
@@ -163,9 +164,8 @@ func runPod(ctx context.Context, c Config, p *v1.Pod) (v1.PodPhase, error) {
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
-		case <-c.Clock.After(delay):
+		case <-c.Clock.After(delays.Step()):
 		}
-		delay = min(2*delay, maxRetryDelay)
 	}
 	if lastErr == nil {
 		lastErr = fmt.Errorf("containers not running after %d attempts", MaxRetries)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // DesiredPods is what Targets needs of the pod manager.
@@ -66,7 +67,7 @@ func (t *Targets) Target(uid types.UID) (Target, bool) {
 			return Target{}, false
 		}
 	}
-	if podmanager.IsStatic(p) {
+	if podutil.IsStaticPod(p) {
 		mp, ok := t.cfg.Pods.Mirror(p)
 		if !ok {
 			return Target{}, false

@@ -11,6 +11,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 type eventLog struct {
@@ -33,7 +34,7 @@ func TestTargets(t *testing.T) {
 
 	api := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "api", Name: "web", Namespace: "ns", Annotations: map[string]string{"kubernetes.io/config.source": "api"}}}
 	static := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "static", Name: "etcd-n", Namespace: "kube-system",
-		Annotations: map[string]string{"kubernetes.io/config.source": "file", podmanager.HashAnnotation: "static"}}}
+		Annotations: map[string]string{podutil.ConfigSourceAnnotationKey: "file", podutil.ConfigHashAnnotationKey: "static"}}}
 	pods.AddOrUpdate(api)
 	pods.AddOrUpdate(static)
 
@@ -44,7 +45,7 @@ func TestTargets(t *testing.T) {
 		t.Error("static pod without a mirror pod has a target")
 	}
 	mirror := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "mirror", Name: "etcd-n", Namespace: "kube-system",
-		Annotations: map[string]string{podmanager.MirrorAnnotation: "static"}}}
+		Annotations: map[string]string{podutil.ConfigMirrorAnnotationKey: "static"}}}
 	pods.AddOrUpdate(mirror)
 	if got, ok := tg.Target("static"); !ok || got.UID != "mirror" {
 		t.Errorf("static pod: target %+v %v, want its mirror pod", got, ok)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
 	"github.com/seed-kubelet/kubelet/internal/pods/podstatus"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/runtime/pleg"
@@ -95,7 +96,7 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 // HandlePodUpdate applies a config update to the desired pods and workers.
 func (d *Dispatcher) HandlePodUpdate(ctx context.Context, u sources.PodUpdate) {
 	for _, p := range u.Pods {
-		if podmanager.IsMirror(p) {
+		if podutil.IsMirrorPod(p) {
 			d.handleMirror(ctx, u.Op, p)
 			continue
 		}

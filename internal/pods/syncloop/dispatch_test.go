@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/runtime/pleg"
 	"github.com/seed-kubelet/kubelet/internal/sources"
@@ -149,8 +150,8 @@ func (s *statusChanges) changed(uid types.UID) { s.uids = append(s.uids, uid) }
 // pod: a new mirror gets the static pod's status at once, a deleted or
 // removed one makes the static pod sync (which re-creates it).
 func TestDispatcherMirrorLifecycle(t *testing.T) {
-	static := mkPod("s", "etcd-n", map[string]string{"kubernetes.io/config.source": "file", podmanager.HashAnnotation: "s"})
-	mirror := mkPod("m", "etcd-n", map[string]string{podmanager.MirrorAnnotation: "s"})
+	static := mkPod("s", "etcd-n", map[string]string{podutil.ConfigSourceAnnotationKey: "file", podutil.ConfigHashAnnotationKey: "s"})
+	mirror := mkPod("m", "etcd-n", map[string]string{podutil.ConfigMirrorAnnotationKey: "s"})
 	cases := []struct {
 		name        string
 		withStatic  bool

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/runtime/pleg"
@@ -170,8 +171,8 @@ func TestDispatcherMirrorPods(t *testing.T) {
 	pods, workers, mirrors := podmanager.NewManager(), &fakeWorkers{states: map[types.UID]podworkers.PodState{}}, &fakeMirrors{}
 	d := NewDispatcher(DispatcherConfig{Pods: pods, Workers: workers, Runtime: noRuntime{}, Mirrors: mirrors})
 	ctx := context.Background()
-	static := mkPod("s", "etcd-n", map[string]string{"kubernetes.io/config.source": "file", podmanager.HashAnnotation: "s"})
-	mp := mkPod("m", "etcd-n", map[string]string{podmanager.MirrorAnnotation: "s"})
+	static := mkPod("s", "etcd-n", map[string]string{podutil.ConfigSourceAnnotationKey: "file", podutil.ConfigHashAnnotationKey: "s"})
+	mp := mkPod("m", "etcd-n", map[string]string{podutil.ConfigMirrorAnnotationKey: "s"})
 	d.HandlePodUpdate(ctx, sources.PodUpdate{Op: sources.ADD, Pods: []*v1.Pod{static}})
 	d.HandlePodUpdate(ctx, sources.PodUpdate{Op: sources.ADD, Pods: []*v1.Pod{mp}})
 	if len(workers.updates) != 1 {

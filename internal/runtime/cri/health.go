@@ -10,6 +10,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/backoff"
 )
 
 // Start-up and health polling delays.
@@ -38,20 +40,18 @@ var (
 // WaitForRuntime asks the runtime's Version until it answers, waiting
 // 0.5s, 1s, 2s, ... up to 30s between tries, or until ctx ends.
 func WaitForRuntime(ctx context.Context, rs VersionClient, clk clock.Clock) (*runtimeapi.VersionResponse, error) {
-	delay := versionRetryInitial
+	delays := backoff.Doubling(versionRetryInitial, versionRetryMax)
 	for {
 		v, err := rs.Version(ctx, &runtimeapi.VersionRequest{})
 		if err == nil {
 			return v, nil
 		}
+		delay := delays.Step()
 		klog.ErrorS(err, "Container runtime is not reachable yet, retrying", "after", delay)
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("container runtime never became reachable: %w", err)
 		case <-clk.After(delay):
-		}
-		if delay < versionRetryMax {
-			delay *= 2
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // ContainerInputs is what ContainerConfig needs besides the node Options.
@@ -73,7 +75,7 @@ func containerConfig(ctx context.Context, in *ContainerInputs, o *Options) (*run
 	if image == "" {
 		image = c.Image
 	}
-	lookup := lookupIn(envMap)
+	lookup := podutil.MappingFuncFor(envMap)
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(in.RestartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
@@ -149,13 +151,13 @@ func mountsFor(mounts []*runtimeapi.Mount, userns *runtimeapi.UserNamespace) []*
 	return out
 }
 
-func expandAll(in []string, lookup func(string) (string, bool)) []string {
+func expandAll(in []string, lookup func(string) string) []string {
 	if len(in) == 0 {
 		return nil
 	}
 	out := make([]string, len(in))
 	for i, s := range in {
-		out[i] = Expand(s, lookup)
+		out[i] = podutil.Expand(s, lookup)
 	}
 	return out
 }

@@ -12,9 +12,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/seed-kubelet/kubelet/internal/pods/qos"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // envList keeps variables in the order they were first defined; a later
@@ -121,11 +122,11 @@ func (o *Options) containerEnv(ctx context.Context, in *ContainerInputs) ([]*run
 		}
 	}
 
-	lookup := lookupIn(env.values, serviceEnv)
+	lookup := podutil.MappingFuncFor(env.values, serviceEnv)
 	for i := range c.Env {
 		e := &c.Env[i]
 		if e.Value != "" || e.ValueFrom == nil {
-			env.set(e.Name, Expand(e.Value, lookup))
+			env.set(e.Name, podutil.Expand(e.Value, lookup))
 			continue
 		}
 		v, ok, err := o.envValueFrom(ctx, in, refs, e.ValueFrom)
@@ -384,7 +385,7 @@ func (o *Options) defaultedLimit(pod *v1.Pod, c *v1.Container, rn v1.ResourceNam
 	if q, ok := c.Resources.Limits[rn]; ok && !q.IsZero() {
 		return q
 	}
-	if qos.IsPodLevelResourcesSet(pod) {
+	if resourcehelper.IsPodLevelResourcesSet(pod) {
 		if q, ok := pod.Spec.Resources.Limits[rn]; ok && !q.IsZero() {
 			return q
 		}

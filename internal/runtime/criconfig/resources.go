@@ -7,8 +7,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/pods/qos"
 )
 
@@ -81,7 +83,7 @@ func (o *Options) containerResources(pod *v1.Pod, c *v1.Container) (*runtimeapi.
 		cpuRequest = &q
 	}
 	cpuLimit, memLimit := c.Resources.Limits[v1.ResourceCPU], c.Resources.Limits[v1.ResourceMemory]
-	if qos.IsPodLevelResourcesSet(pod) {
+	if resourcehelper.IsPodLevelResourcesSet(pod) {
 		if cpuLimit.IsZero() {
 			cpuLimit = pod.Spec.Resources.Limits[v1.ResourceCPU]
 		}
@@ -103,7 +105,8 @@ func (o *Options) containerResources(pod *v1.Pod, c *v1.Container) (*runtimeapi.
 // sandboxResources describe the whole pod (overhead excluded) for runtimes
 // that size a VM or similar.
 func (o *Options) sandboxResources(pod *v1.Pod) *runtimeapi.LinuxContainerResources {
-	req, lim := qos.PodRequests(pod), qos.PodLimits(pod)
+	opts := resourcehelper.PodResourcesOptions{ExcludeOverhead: true}
+	req, lim := resourcehelper.PodRequests(pod, opts), resourcehelper.PodLimits(pod, opts)
 	var cpuRequest *resource.Quantity
 	if q, ok := req[v1.ResourceCPU]; ok {
 		cpuRequest = &q
@@ -194,7 +197,7 @@ func (o *Options) applySwap(r *runtimeapi.LinuxContainerResources, pod *v1.Pod, 
 }
 
 func (o *Options) limitedSwap(pod *v1.Pod, c *v1.Container) bool {
-	if o.MemorySwapBehavior != SwapLimitedSwap || qos.IsCriticalPod(pod) || qos.PodQOSClass(pod) != v1.PodQOSBurstable {
+	if o.MemorySwapBehavior != SwapLimitedSwap || podutil.IsCriticalPod(pod) || qos.PodQOSClass(pod) != v1.PodQOSBurstable {
 		return false
 	}
 	req, lim := c.Resources.Requests.Memory(), c.Resources.Limits.Memory()

@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 )
 
@@ -50,10 +51,6 @@ func (a PodActions) Empty() bool {
 		len(a.ContainersToStart) == 0 && len(a.ContainersToKill) == 0
 }
 
-func isRestartableInit(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
-
 // ShouldRestart reports whether a container that is not running must be
 // (re)started, by the pod's restart policy.
 func ShouldRestart(pod *v1.Pod, c *v1.Container, s *ContainerStatus) bool {
@@ -66,7 +63,7 @@ func ShouldRestart(pod *v1.Pod, c *v1.Container, s *ContainerStatus) bool {
 	if s.State == StateRunning {
 		return false
 	}
-	if isRestartableInit(c) {
+	if podutil.IsRestartableInitContainer(c) {
 		return true
 	}
 	if isInit(pod, c) && s.ExitCode == 0 {
@@ -124,7 +121,7 @@ func initProgress(pod *v1.Pod, st *PodStatus) (start []int, failed, done bool) {
 		if st.FindContainer(pod.Spec.Containers[i].Name) != nil {
 			for j := range pod.Spec.InitContainers {
 				c := &pod.Spec.InitContainers[j]
-				if isRestartableInit(c) {
+				if podutil.IsRestartableInitContainer(c) {
 					if s := st.FindContainer(c.Name); s == nil || s.State != StateRunning {
 						start = append(start, j)
 					}
@@ -136,7 +133,7 @@ func initProgress(pod *v1.Pod, st *PodStatus) (start []int, failed, done bool) {
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		s := st.FindContainer(c.Name)
-		if isRestartableInit(c) {
+		if podutil.IsRestartableInitContainer(c) {
 			if s == nil || s.State != StateRunning {
 				return append(start, i), false, false
 			}
@@ -215,7 +212,7 @@ func ComputePodActions(pod *v1.Pod, st *PodStatus, unhealthy map[string]Unhealth
 	// started again, as upstream does (its restartPolicy is Always).
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if !isRestartableInit(c) {
+		if !podutil.IsRestartableInitContainer(c) {
 			continue
 		}
 		s := st.FindContainer(c.Name)

@@ -49,16 +49,16 @@ type ImageConfig struct {
 // with back-off after failed pulls.
 type ImagePuller struct {
 	cfg     ImageConfig
-	backoff *backoff.Backoff
+	backoff *flowcontrol.Backoff
 	mu      sync.Mutex
-	failed  map[string]pullFailure // the last failed pull per back-off key
+	lastErr map[string]pullFailure // last pull failure per back-off key
 	slots   chan struct{}
 	limiter flowcontrol.RateLimiter
 }
 
 // NewImagePuller returns an ImagePuller.
 func NewImagePuller(cfg ImageConfig) *ImagePuller {
-	p := &ImagePuller{cfg: cfg, backoff: backoff.New(10*time.Second, 300*time.Second, cfg.Clock), failed: map[string]pullFailure{}}
+	p := &ImagePuller{cfg: cfg, backoff: backoff.NewImagePull(cfg.Clock), lastErr: map[string]pullFailure{}}
 	switch {
 	case cfg.SerializePulls:
 		p.slots = make(chan struct{}, 1)
@@ -106,12 +106,12 @@ func (p *ImagePuller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		return "", fmt.Errorf("%w: %s", ErrImageNeverPull, msg)
 	}
 	key := pullKey(pod, image)
-	if p.retryAfter(key) > 0 {
+	p.mu.Lock()
+	last := p.lastErr[key]
+	p.mu.Unlock()
+	if backoff.Remaining(p.backoff, key, last.at) > 0 {
 		p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.BackOff, "Back-off pulling image %q", image)
-		p.mu.Lock()
-		last := p.failed[key].err
-		p.mu.Unlock()
-		return "", fmt.Errorf("%w: Back-off pulling image %q: %s", ErrImagePullBack, image, last)
+		return "", fmt.Errorf("%w: Back-off pulling image %q: %s", ErrImagePullBack, image, last.msg)
 	}
 	ref, err = p.pull(ctx, pod, spec, sandbox, creds)
 	p.mu.Lock()
@@ -119,38 +119,32 @@ func (p *ImagePuller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err != nil {
 		now := p.cfg.Clock.Now()
 		p.backoff.Next(key, now)
-		p.failed[key] = pullFailure{err: err.Error(), at: now}
+		p.lastErr[key] = pullFailure{msg: err.Error(), at: now}
 		return "", err
 	}
 	p.backoff.Reset(key)
-	delete(p.failed, key)
+	delete(p.lastErr, key)
 	return ref, nil
-}
-
-// pullFailure is the last failed pull of an image for a pod.
-type pullFailure struct {
-	err string
-	at  time.Time
-}
-
-func pullKey(pod *v1.Pod, image string) string { return string(pod.UID) + "/" + image }
-
-// retryAfter is what is left of the back-off since the last failed pull
-// under key, as upstream's IsInBackOffSinceUpdate: zero when none failed.
-func (p *ImagePuller) retryAfter(key string) time.Duration {
-	p.mu.Lock()
-	f, ok := p.failed[key]
-	p.mu.Unlock()
-	if !ok {
-		return 0
-	}
-	return p.backoff.Remaining(key, f.at)
 }
 
 // RetryAfter is how long until a pull of image for pod may be tried again.
 func (p *ImagePuller) RetryAfter(pod *v1.Pod, image string) time.Duration {
-	return p.retryAfter(pullKey(pod, image))
+	key := pullKey(pod, image)
+	p.mu.Lock()
+	last := p.lastErr[key]
+	p.mu.Unlock()
+	return backoff.Remaining(p.backoff, key, last.at)
 }
+
+// pullFailure is the last failed pull of a back-off key: its message and
+// when it failed (the back-off runs from then, as upstream's
+// IsInBackOffSinceUpdate).
+type pullFailure struct {
+	msg string
+	at  time.Time
+}
+
+func pullKey(pod *v1.Pod, image string) string { return string(pod.UID) + "/" + image }
 
 func (p *ImagePuller) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, sandbox *runtimeapi.PodSandboxConfig, creds []*runtimeapi.AuthConfig) (string, error) {
 	image := spec.Image

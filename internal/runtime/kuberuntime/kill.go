@@ -18,6 +18,8 @@ import (
 
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/node/containergc"
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 )
 
@@ -106,8 +108,8 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, grace
 func splitForKill(pod *v1.Pod, st *PodStatus) (first, sidecars []*ContainerStatus) {
 	order := map[string]int{}
 	if pod != nil {
-		for i, c := range pod.Spec.InitContainers {
-			if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		for i := range pod.Spec.InitContainers {
+			if c := &pod.Spec.InitContainers[i]; podutil.IsRestartableInitContainer(c) {
 				order[c.Name] = i
 			}
 		}
@@ -279,16 +281,14 @@ func (m *Manager) PruneContainers(ctx context.Context, st *PodStatus, keep int) 
 
 // mountPoints lists the mount points of this mount namespace.
 func mountPoints() []string {
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := hostinfo.LocalHost().Mounts(nil)
 	if err != nil {
+		klog.V(2).InfoS("Cannot read the mount table", "err", err)
 		return nil
 	}
-	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 {
-			out = append(out, f[4])
-		}
+	out := make([]string, len(mounts))
+	for i, m := range mounts {
+		out[i] = m.Mountpoint
 	}
 	return out
 }

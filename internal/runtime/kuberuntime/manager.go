@@ -11,12 +11,14 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/backoff"
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 )
 
@@ -87,14 +89,14 @@ type PodCgroups interface {
 // different pods; callers never sync one pod twice at once.
 type Manager struct {
 	cfg     Config
-	crash   *backoff.Backoff
+	crash   *flowcontrol.Backoff
 	puller  *ImagePuller
 	runtime runtimeapi.RuntimeServiceClient
 }
 
 // NewManager returns a Manager.
 func NewManager(cfg Config) *Manager {
-	return &Manager{cfg: cfg, crash: backoff.New(10*time.Second, 300*time.Second, cfg.Clock), puller: cfg.Images, runtime: cfg.Runtime}
+	return &Manager{cfg: cfg, crash: backoff.NewCrashLoop(cfg.Clock), puller: cfg.Images, runtime: cfg.Runtime}
 }
 
 // ContainerFailure is why a container could not be started in a sync; the
@@ -200,7 +202,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, unhea
 	for _, i := range actions.InitContainersToStart {
 		c := &pod.Spec.InitContainers[i]
 		m.startContainer(ctx, &res, pod, st, c, sandboxID, sandboxConfig, podIPs)
-		if !isRestartableInit(c) {
+		if !podutil.IsRestartableInitContainer(c) {
 			// Regular init containers run one at a time: the next sync
 			// (woken by its exit) starts the one after.
 			return res
@@ -252,8 +254,8 @@ func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.P
 		if prev.State == StateExited {
 			key := crashKey(pod, c)
 			finished := prev.FinishedAt
-			if left := m.crash.Remaining(key, finished); left > 0 {
-				msg := fmt.Sprintf("back-off %v restarting failed container=%s pod=%s", m.crash.Delay(key), c.Name, criconfig.PodDesc(pod))
+			if left := backoff.Remaining(m.crash, key, finished); left > 0 {
+				msg := fmt.Sprintf("back-off %v restarting failed container=%s pod=%s", m.crash.Get(key), c.Name, criconfig.PodDesc(pod))
 				m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.BackOff, "Back-off restarting failed container %s in pod %s", c.Name, criconfig.PodDesc(pod))
 				res.fail(c.Name, ReasonCrashLoopBackOff, msg)
 				res.requeue(left)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/seed-kubelet/kubelet/internal/backoff"
 	"github.com/seed-kubelet/kubelet/internal/metrics"
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
@@ -215,7 +216,7 @@ func Diff(old, cur map[types.UID]map[string]kuberuntime.ContainerState) []Event 
 // stream follows GetContainerEvents; it falls back to relisting when the
 // runtime does not implement it and reconnects with back-off otherwise.
 func (p *PLEG) stream(ctx context.Context) {
-	delay := time.Second
+	delays := backoff.Doubling(time.Second, 30*time.Second)
 	for ctx.Err() == nil {
 		err := p.follow(ctx)
 		p.setStreaming(false)
@@ -226,14 +227,12 @@ func (p *PLEG) stream(ctx context.Context) {
 			klog.InfoS("The runtime has no container event stream; relying on relisting", "relistPeriod", p.cfg.RelistPeriod)
 			return
 		}
+		delay := delays.Step()
 		klog.V(2).InfoS("Container event stream ended, reconnecting", "err", err, "after", delay)
 		select {
 		case <-ctx.Done():
 			return
 		case <-p.cfg.Clock.After(delay):
-		}
-		if delay < 30*time.Second {
-			delay *= 2
 		}
 	}
 }

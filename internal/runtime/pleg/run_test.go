@@ -237,7 +237,7 @@ func TestStreamReconnectsWithBackOff(t *testing.T) {
 	go func() { p.stream(ctx); close(done) }()
 
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid-1"}}
-	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second, 32 * time.Second} {
+	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second} {
 		<-cri.EventStreamOpened()
 		cri.SendEvent(eventFor(pod, fmt.Sprint("c", i), runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT))
 		expectEvent(t, p, Event{ID: "uid-1", Type: ContainerStarted, Data: fmt.Sprint("c", i), Source: "stream"})

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/metrics"
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 type key struct {
@@ -75,7 +76,7 @@ func probedContainers(pod *v1.Pod) []*v1.Container {
 	var out []*v1.Container
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		if podutil.IsRestartableInitContainer(c) {
 			out = append(out, c)
 		}
 	}

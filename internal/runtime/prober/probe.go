@@ -21,6 +21,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 const (
@@ -125,7 +127,7 @@ func execProbe(ctx context.Context, e *v1.ExecAction, c *v1.Container, container
 	defer cancel()
 	resp, err := rt.ExecSync(cctx, &runtimeapi.ExecSyncRequest{
 		ContainerId: containerID,
-		Cmd:         expandCommand(e.Command, c),
+		Cmd:         probeCommand(e.Command, c),
 		Timeout:     int64(timeout / time.Second),
 	})
 	if err != nil {
@@ -297,4 +299,13 @@ func grpcProbe(ctx context.Context, g *v1.GRPCAction, podIP string, timeout time
 		return outcome{result: Failure, output: fmt.Sprintf("service unhealthy (responded with %q)", resp.GetStatus().String())}, nil
 	}
 	return outcome{result: Success}, nil
+}
+
+// probeCommand is the exec probe's command with $(VAR) expanded from the
+// container's literal env values, as upstream does.
+func probeCommand(cmd []string, c *v1.Container) []string {
+	if c == nil {
+		return cmd
+	}
+	return podutil.ExpandCommandOnlyStatic(cmd, c.Env)
 }

@@ -19,6 +19,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 func hostPort(t *testing.T, rawURL string) (string, int) {
@@ -294,14 +296,16 @@ func TestExpandCommand(t *testing.T) {
 		{name: "plain", in: "echo", want: "echo"},
 		{name: "defined", in: "x=$(A)", want: "x=1"},
 		{name: "undefined kept", in: "$(B)", want: "$(B)"},
-		{name: "valueFrom not expanded", in: "$(S)", want: "$(S)"},
+		// Upstream maps each env entry to its literal value, so a valueFrom
+		// entry (not resolved for probes) expands to "".
+		{name: "valueFrom is its empty literal", in: "[$(S)]", want: "[]"},
 		{name: "escaped", in: "$$(A)", want: "$(A)"},
 		{name: "unterminated", in: "$(A", want: "$(A"},
 		{name: "trailing dollar", in: "a$", want: "a$"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := expandCommand([]string{tc.in}, c)[0]; got != tc.want {
+			if got := podutil.ExpandCommandOnlyStatic([]string{tc.in}, c.Env)[0]; got != tc.want {
 				t.Errorf("got %q want %q", got, tc.want)
 			}
 		})

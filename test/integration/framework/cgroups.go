@@ -8,17 +8,18 @@ import (
 	"time"
 
 	"github.com/seed-kubelet/kubelet/internal/node/cgroups"
+	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 )
 
 // hostCgroups is the machine's cgroup filesystem with cgroupfs names, as
 // the test kubelets use it.
 func hostCgroups(t testing.TB) *cgroups.FS {
 	t.Helper()
-	fs, err := cgroups.DetectFS(cgroups.DefaultRoot, cgroups.DriverCgroupfs)
+	layout, err := hostinfo.LocalHost().Cgroups(hostinfo.DefaultCgroupRoot)
 	if err != nil {
 		t.Fatalf("cgroups: %v", err)
 	}
-	return fs
+	return cgroups.NewFS(layout, cgroups.DriverCgroupfs)
 }
 
 // CreateCgroupRoot creates an empty cgroup (a kubelet's cgroupRoot) in every

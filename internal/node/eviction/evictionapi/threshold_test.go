@@ -1,4 +1,4 @@
-package eviction
+package evictionapi
 
 import (
 	"strings"
@@ -48,7 +48,7 @@ func TestParseThresholds(t *testing.T) {
 		{name: "soft without grace period", in: ThresholdConfig{Soft: map[string]string{"memory.available": "1Gi"}}, err: "grace period must be specified"},
 		{name: "zero quantity", in: ThresholdConfig{Hard: map[string]string{"memory.available": "0"}}, err: "must be positive"},
 		{name: "percentage above 100", in: ThresholdConfig{Hard: map[string]string{"nodefs.available": "101%"}}, err: "between 0% and 100%"},
-		{name: "bad quantity", in: ThresholdConfig{Hard: map[string]string{"memory.available": "lots"}}, err: "invalid quantity"},
+		{name: "bad quantity", in: ThresholdConfig{Hard: map[string]string{"memory.available": "lots"}}, err: "must be a quantity or a percentage"},
 		{name: "negative minimum reclaim", in: ThresholdConfig{MinimumReclaim: map[string]string{"memory.available": "-1"}}, err: "must not be negative"},
 		{name: "bad grace period", in: ThresholdConfig{Soft: map[string]string{"memory.available": "1Gi"}, SoftGracePeriod: map[string]string{"memory.available": "soon"}}, err: "invalid duration"},
 	}
@@ -79,10 +79,13 @@ func TestParseThresholds(t *testing.T) {
 }
 
 func TestParseThresholdsDetails(t *testing.T) {
-	ts := mustParse(ThresholdConfig{
+	ts, _, err := ParseThresholds(ThresholdConfig{
 		Soft: map[string]string{"nodefs.available": "12.5%"}, SoftGracePeriod: map[string]string{"nodefs.available": "2m"},
 		MinimumReclaim: map[string]string{"nodefs.available": "1Gi"},
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(ts) != 1 {
 		t.Fatalf("got %v", ts)
 	}
@@ -92,5 +95,50 @@ func TestParseThresholdsDetails(t *testing.T) {
 	}
 	if got := th.Value.Amount(resource.MustParse("80Gi")); got.Value() != 10<<30 {
 		t.Errorf("12.5%% of 80Gi = %s", got.String())
+	}
+}
+
+// Percentages are float32 fractions, as upstream's parsePercentage makes
+// them, and their amount is upstream's GetThresholdQuantity:
+// int64(float64(capacity) * float64(fraction)). float64 arithmetic would
+// give other bytes (10% of 8Gi: 858993459) and so another allocatable.
+func TestParseValue(t *testing.T) {
+	const gi = int64(1 << 30)
+	cases := []struct {
+		raw      string
+		capacity int64
+		want     int64
+		err      string
+	}{
+		{raw: "10%", capacity: 8 * gi, want: 858993472},
+		{raw: "33.3%", capacity: 8 * gi, want: 2860448256},
+		{raw: "7.5%", capacity: 20 * gi, want: 1610612800},
+		{raw: "0.1%", capacity: 96 * gi, want: 103079220},
+		{raw: " 15% ", capacity: 8 * gi, want: 1288490240},
+		{raw: "100%", capacity: 8 * gi, want: 8 * gi},
+		{raw: "0%", capacity: 8 * gi, want: 0},
+		{raw: "100Mi", capacity: 8 * gi, want: 100 << 20},
+		{raw: "0", capacity: 8 * gi, want: 0},
+		{raw: "101%", err: "percentage must be between 0% and 100%, inclusive"},
+		{raw: "-1%", err: "percentage must be between 0% and 100%, inclusive"},
+		{raw: "ten%", err: "must be a quantity or a percentage such as 10%"},
+		{raw: "lots", err: "must be a quantity or a percentage such as 10%"},
+		{raw: "-1Mi", err: "must not be negative"},
+	}
+	for _, tc := range cases {
+		v, err := ParseValue(tc.raw)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("ParseValue(%q) error = %v, want %q", tc.raw, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseValue(%q): %v", tc.raw, err)
+			continue
+		}
+		if got := v.Amount(*resource.NewQuantity(tc.capacity, resource.BinarySI)); got.Value() != tc.want {
+			t.Errorf("ParseValue(%q).Amount(%d) = %d, want %d", tc.raw, tc.capacity, got.Value(), tc.want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
-package eviction
+package evictionapi
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -29,8 +30,8 @@ const (
 
 // Resources the manager reclaims besides memory and ephemeral storage.
 const (
-	resourceInodes v1.ResourceName = "inodes"
-	resourcePids   v1.ResourceName = "pids"
+	ResourceInodes v1.ResourceName = "inodes"
+	ResourcePids   v1.ResourceName = "pids"
 )
 
 // signalResource is the resource each signal measures; a signal missing
@@ -39,25 +40,26 @@ var signalResource = map[Signal]v1.ResourceName{
 	SignalMemoryAvailable:            v1.ResourceMemory,
 	SignalAllocatableMemoryAvailable: v1.ResourceMemory,
 	SignalNodeFsAvailable:            v1.ResourceEphemeralStorage,
-	SignalNodeFsInodesFree:           resourceInodes,
+	SignalNodeFsInodesFree:           ResourceInodes,
 	SignalImageFsAvailable:           v1.ResourceEphemeralStorage,
-	SignalImageFsInodesFree:          resourceInodes,
+	SignalImageFsInodesFree:          ResourceInodes,
 	SignalContainerFsAvailable:       v1.ResourceEphemeralStorage,
-	SignalContainerFsInodesFree:      resourceInodes,
-	SignalPIDAvailable:               resourcePids,
+	SignalContainerFsInodesFree:      ResourceInodes,
+	SignalPIDAvailable:               ResourcePids,
 }
 
-// signalCondition is the node condition a met threshold of the signal sets.
-var signalCondition = map[Signal]v1.NodeConditionType{
-	SignalMemoryAvailable:            v1.NodeMemoryPressure,
-	SignalAllocatableMemoryAvailable: v1.NodeMemoryPressure,
-	SignalNodeFsAvailable:            v1.NodeDiskPressure,
-	SignalNodeFsInodesFree:           v1.NodeDiskPressure,
-	SignalImageFsAvailable:           v1.NodeDiskPressure,
-	SignalImageFsInodesFree:          v1.NodeDiskPressure,
-	SignalContainerFsAvailable:       v1.NodeDiskPressure,
-	SignalContainerFsInodesFree:      v1.NodeDiskPressure,
-	SignalPIDAvailable:               v1.NodePIDPressure,
+// ResourceOf is the resource the signal measures, "" for a signal the
+// kubelet does not accept.
+func ResourceOf(s Signal) v1.ResourceName { return signalResource[s] }
+
+// Signals are the accepted signal names, sorted.
+func Signals() []string {
+	out := make([]string, 0, len(signalResource))
+	for s := range signalResource {
+		out = append(out, string(s))
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Value is a threshold amount: an absolute quantity, or a fraction (0..1]
@@ -82,7 +84,8 @@ func (v Value) String() string {
 	return strconv.FormatFloat(float64(v.Percentage)*100, 'g', 6, 64) + "%"
 }
 
-func (v Value) equal(o Value) bool {
+// Equal reports whether two values are the same amount in the same form.
+func (v Value) Equal(o Value) bool {
 	if (v.Quantity == nil) != (o.Quantity == nil) {
 		return false
 	}
@@ -107,15 +110,16 @@ type Threshold struct {
 // Hard reports whether the threshold acts without a grace period.
 func (t Threshold) Hard() bool { return t.GracePeriod == 0 }
 
-// key identifies a threshold among the configured ones (a soft threshold
+// Key identifies a threshold among the configured ones (a soft threshold
 // with a zero grace period acts as a hard one, as upstream).
-type key struct {
+type Key struct {
 	Signal Signal
 	Grace  time.Duration
 	Value  string
 }
 
-func (t Threshold) key() key { return key{t.Signal, t.GracePeriod, t.Value.String()} }
+// Key is the threshold's identity.
+func (t Threshold) Key() Key { return Key{t.Signal, t.GracePeriod, t.Value.String()} }
 
 func (t Threshold) String() string {
 	kind := "hard"
@@ -173,9 +177,9 @@ func ParseThresholds(c ThresholdConfig) (thresholds []Threshold, ignored []strin
 		if _, ok := signalResource[sig]; !ok {
 			return nil, nil, fmt.Errorf("evictionMinimumReclaim: unsupported eviction signal %s", s)
 		}
-		v, err := parseValue(c.MinimumReclaim[s])
+		v, err := ParseValue(c.MinimumReclaim[s])
 		if err != nil {
-			return nil, nil, fmt.Errorf("evictionMinimumReclaim[%s]: %w", s, err)
+			return nil, nil, fmt.Errorf("evictionMinimumReclaim[%s]: %w: %q", s, err, c.MinimumReclaim[s])
 		}
 		if v.Quantity == nil && v.Percentage <= 0 {
 			return nil, nil, fmt.Errorf("evictionMinimumReclaim[%s]: percentage must be positive: %s", s, c.MinimumReclaim[s])
@@ -223,9 +227,9 @@ func parseStatements(field string, m map[string]string) ([]Threshold, error) {
 		if raw == "0%" || raw == "100%" {
 			continue
 		}
-		v, err := parseValue(raw)
+		v, err := ParseValue(raw)
 		if err != nil {
-			return nil, fmt.Errorf("%s[%s]: %w", field, s, err)
+			return nil, fmt.Errorf("%s[%s]: %w: %q", field, s, err, raw)
 		}
 		if v.Quantity != nil && v.Quantity.Sign() <= 0 {
 			return nil, fmt.Errorf("%s[%s]: eviction threshold must be positive: %s", field, s, raw)
@@ -235,27 +239,35 @@ func parseStatements(field string, m map[string]string) ([]Threshold, error) {
 	return out, nil
 }
 
-// parseValue reads "10%" or a quantity such as "100Mi".
-func parseValue(raw string) (Value, error) {
+// ParseValue reads a threshold amount: a percentage of the signal's
+// capacity ("10%", kept as a float32 fraction as upstream parses it, so
+// the bytes it stands for match upstream's exactly) or a non-negative
+// quantity ("100Mi"). Surrounding spaces are ignored. It is the one parser
+// of these values: options validation, the eviction manager and node
+// allocatable all use it.
+func ParseValue(raw string) (Value, error) {
+	raw = strings.TrimSpace(raw)
 	if pct, ok := strings.CutSuffix(raw, "%"); ok {
 		f, err := strconv.ParseFloat(pct, 32)
 		if err != nil {
-			return Value{}, fmt.Errorf("invalid percentage %q", raw)
+			return Value{}, errNotAmount
 		}
 		if f < 0 || f > 100 {
-			return Value{}, fmt.Errorf("percentage %q must be between 0%% and 100%%", raw)
+			return Value{}, errors.New("percentage must be between 0% and 100%, inclusive")
 		}
 		return Value{Percentage: float32(f) / 100}, nil
 	}
 	q, err := resource.ParseQuantity(raw)
 	if err != nil {
-		return Value{}, fmt.Errorf("invalid quantity %q: %w", raw, err)
+		return Value{}, errNotAmount
 	}
 	if q.Sign() < 0 {
-		return Value{}, fmt.Errorf("quantity %q must not be negative", raw)
+		return Value{}, errors.New("must not be negative")
 	}
 	return Value{Quantity: &q}, nil
 }
+
+var errNotAmount = errors.New("must be a quantity or a percentage such as 10%")
 
 func sortedKeys(m map[string]string) []string {
 	out := make([]string, 0, len(m))
