@@ -156,7 +156,7 @@ func Run(ctx context.Context, o *options.Options) error {
 		spec.EnvSource = inputs
 		creds = inputs.Credentials
 	}
-	volCfg := volume.Config{PodsDir: podsDir, NodeName: nodeName, ResourceField: spec.ResourceFieldValue}
+	volCfg := volume.Config{PodsDir: podsDir, NodeName: nodeName, ResourceField: spec.ResourceFieldValue, NodeAllocatable: spec.NodeAllocatable}
 	if inputs != nil {
 		volCfg.Sources = inputs
 		volCfg.Tokens = podinputs.NewTokens(podinputs.TokensConfig{Request: podinputs.ClientTokenRequester(cl.main), Clock: clk})
