@@ -4,6 +4,7 @@ package integration
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -337,3 +338,68 @@ func fsType(t *testing.T, path string) string {
 	}
 	return typ
 }
+
+// enableDebuggingHandlers: false takes away what upstream takes away, on
+// the real kubelet API port; the read-only port never serves them.
+func TestDebuggingHandlersGated(t *testing.T) {
+	cases := []struct {
+		name   string
+		config string
+		want   map[string]string // path on port 10250 -> "<code> <body prefix>"
+	}{
+		{name: "debugging off", config: "enableDebuggingHandlers: false", want: map[string]string{
+			"/exec/ns/pod/c?command=ls&output=1": "405 Debug endpoints are disabled.",
+			"/portForward/ns/pod":                "405 Debug endpoints are disabled.",
+			"/containerLogs/ns/pod/c":            "405 Debug endpoints are disabled.",
+			"/runningpods/":                      "405 Debug endpoints are disabled.",
+			"/logs/":                             "405 Debug endpoints are disabled.",
+			"/debug/pprof/":                      "405 Debug endpoints are disabled.",
+			"/configz":                           "404",
+			"/pods":                              "200 {",
+			"/healthz":                           "200 ok",
+		}},
+		{name: "system logs and profiling off", config: "enableSystemLogHandler: false\nenableProfilingHandler: false", want: map[string]string{
+			"/logs/":        "405 logs endpoint is disabled.",
+			"/debug/pprof/": "405 profiling endpoint is disabled.",
+			"/runningpods/": "200 {",
+			"/configz":      "200 {",
+		}},
+		{name: "contention profiling", config: "enableContentionProfiling: true", want: map[string]string{
+			"/debug/pprof/block?debug=1": "200 --- contention:",
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			k := framework.NewKubelet(t, tc.config)
+			k.Start()
+			for path, w := range tc.want {
+				code, body := apiGet(t, k, path)
+				wantCode, wantBody, _ := strings.Cut(w, " ")
+				if fmt.Sprint(code) != wantCode || !strings.HasPrefix(body, wantBody) {
+					t.Errorf("GET %s = %d %q, want %s %q", path, code, firstLine(body), wantCode, wantBody)
+				}
+				if strings.HasPrefix(path, "/debug/pprof/block") {
+					// Block profiling is on: the kubelet's goroutines
+					// block on channels all the time (the sync loop's
+					// ticks), so samples appear; with it off none ever do.
+					framework.Eventually(t, 15*time.Second, 200*time.Millisecond, "samples in the block profile", func() (bool, error) {
+						_, body := apiGet(t, k, path)
+						return strings.Contains(body, " @ 0x"), nil
+					})
+				}
+			}
+			for _, path := range []string{"/exec/ns/pod/c", "/runningpods/", "/logs/", "/debug/pprof/"} {
+				resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", k.ReadOnlyPort, path))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusMethodNotAllowed {
+					t.Errorf("read-only port GET %s = %d, want 405", path, resp.StatusCode)
+				}
+			}
+		})
+	}
+}
+
+func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }

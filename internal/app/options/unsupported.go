@@ -91,6 +91,9 @@ var SupportedConfigFields = map[string]bool{
 	"tlsCipherSuites":                true,
 	"enableDebuggingHandlers":        true,
 	"enableProfilingHandler":         true,
+	"enableContentionProfiling":      true,
+	"enableSystemLogHandler":         true,
+	"enableDebugFlagsHandler":        true,
 	"streamingConnectionIdleTimeout": true,
 	// Garbage collection and log rotation.
 	"imageGCHighThresholdPercent": true,
