@@ -200,6 +200,12 @@ spec:
 	if out, _ := execOut(t, p, "main", false, "sh", "-c", "grep -E ' /info | /r ' /proc/mounts | cut -d' ' -f3 | sort -u"); out != "tmpfs" {
 		t.Errorf("filesystems of /info and /r: %q, want tmpfs", out)
 	}
+	// CVE-2017-1002102: API data volumes are read-only in the container,
+	// so it cannot plant the symlinks that once made the kubelet's atomic
+	// writer delete host files.
+	if out, code := execOut(t, p, "main", true, "sh", "-c", "ln -s / /info/evil 2>&1"); code == 0 || !strings.Contains(out, "Read-only file system") {
+		t.Errorf("writing into the downwardAPI volume: exit %d %q, want a read-only file system", code, out)
+	}
 	framework.Eventually(t, 20*time.Second, 100*time.Millisecond, "the subPath write", func() (bool, error) {
 		b, err := os.ReadFile(filepath.Join(podDir, "volumes/kubernetes.io~empty-dir/scratch/one/two/f"))
 		return err == nil && strings.TrimSpace(string(b)) == "hello", err
@@ -403,3 +409,36 @@ func TestDebuggingHandlersGated(t *testing.T) {
 }
 
 func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+
+// Upstream's conformance spec "EmptyDir volumes when FSGroup is specified
+// ... nonexistent volume subPath should have the correct mode and owner
+// using FSGroup": the subPath the kubelet creates gets the volume's mode
+// (a tmpfs root's 1777 plus the fsGroup's setgid bit) and the fsGroup.
+func TestSubPathCreatedWithTheVolumesMode(t *testing.T) {
+	k := framework.NewKubelet(t)
+	k.WriteManifest("mode.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: mode
+spec:
+  terminationGracePeriodSeconds: 1
+  securityContext:
+    fsGroup: 123
+  containers:
+  - name: main
+    image: %s
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - {name: vol, mountPath: /test-volume, subPath: test-sub}
+  volumes:
+  - name: vol
+    emptyDir: {medium: Memory}
+`, framework.BusyboxImage))
+	k.Start()
+	p := k.WaitForPod("mode", podTimeout, "running", running)
+	if out, _ := execOut(t, p, "main", false, "stat", "-c", "%A %u %g", "/test-volume"); out != "drwxrwsrwt 0 123" {
+		t.Errorf("the created subPath is %q, want drwxrwsrwt 0 123 (upstream's dgtrwxrwxrwx, root, fsGroup)", out)
+	}
+	k.RemoveManifest("mode.yaml")
+	waitPodDirGone(t, filepath.Join(k.RootDir, "pods", string(p.UID)))
+}
