@@ -142,7 +142,16 @@ func prepareSubPathTarget(target string, fd int, st *unix.Stat_t) error {
 	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(target), err)
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	var cur unix.Stat_t
+	if err := unix.Lstat(target, &cur); err == nil && (cur.Mode&unix.S_IFMT == unix.S_IFDIR) != isDir {
+		// The subPath changed between a file and a directory: the old,
+		// unmounted placeholder goes.
+		if err := removeSubPathTarget(target); err != nil {
+			return err
+		}
+	}
+	if isDir {
 		if err := unix.Mkdir(target, 0o750); err != nil && !errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("create subPath target %s: %w", target, err)
 		}
@@ -204,13 +213,13 @@ func openBeneath(root int, rel string) (int, error) {
 // keeps it below root, RESOLVE_NO_SYMLINKS refuses every symlink (magic
 // links included).
 func openBeneathOpenat2(root int, rel string) (int, error) {
-	for {
+	for attempt := 1; ; attempt++ {
 		fd, err := unix.Openat2(root, rel, &unix.OpenHow{
 			Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS,
 		})
-		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-			continue // a concurrent rename; try again
+		if (errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR)) && attempt < 10 {
+			continue // a concurrent rename; try again (a bounded number of times)
 		}
 		if errors.Is(err, unix.ELOOP) {
 			return -1, fmt.Errorf("%s: a symlink is on the way (it was swapped after the check): %w", rel, err)

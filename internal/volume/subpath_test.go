@@ -205,12 +205,23 @@ func TestBindSubPathPinsTheCheckedInode(t *testing.T) {
 			if info, err := os.Lstat(fileReq.Target); err != nil || !info.Mode().IsRegular() {
 				t.Fatalf("file target %v %v", info, err)
 			}
+			// A subPath that turned from a directory into a file gets a
+			// file target in place of the old placeholder.
+			must(t, unmountAll(req.Target))
+			must(t, os.Rename(filepath.Join(vol, "sub"), filepath.Join(vol, "sub.dir")))
+			must(t, os.WriteFile(filepath.Join(vol, "sub"), []byte("now a file"), 0o644))
+			if _, err := bindSubPath(req); err != nil {
+				t.Fatal(err)
+			}
+			if b, err := os.ReadFile(req.Target); err != nil || string(b) != "now a file" {
+				t.Fatalf("target after the type change: %q %v", b, err)
+			}
 			// Teardown unmounts and removes them all.
 			must(t, cleanSubPaths(podDir))
 			if _, err := os.Lstat(filepath.Join(podDir, subPathsDirName)); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("volume-subpaths left: %v", err)
 			}
-			if _, err := os.Stat(filepath.Join(vol, "sub", "new")); err != nil {
+			if _, err := os.Stat(filepath.Join(vol, "sub.dir", "new")); err != nil {
 				t.Fatalf("teardown removed volume data: %v", err)
 			}
 		})

@@ -118,13 +118,17 @@ func (m *Manager) ensureTmpfs(dir string, size int64) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	ms, err := mountsAt(dir)
+	mounted, err := isMounted(dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("check mount at %s: %w", dir, err)
 	}
-	if len(ms) > 0 {
-		if ms[0].FSType != "tmpfs" {
-			return fmt.Errorf("%s is a %s mount, not the tmpfs the kubelet mounts there", dir, ms[0].FSType)
+	if mounted {
+		var st unix.Statfs_t
+		if err := unix.Statfs(dir, &st); err != nil {
+			return fmt.Errorf("statfs %s: %w", dir, err)
+		}
+		if st.Type != unix.TMPFS_MAGIC {
+			return fmt.Errorf("%s is a mount point but not the tmpfs the kubelet mounts there", dir)
 		}
 		return nil
 	}
