@@ -69,6 +69,9 @@ func newEvictionManager(d evictionDeps) (*eviction.Manager, error) {
 		KernelMemcgNotification: cfg.KernelMemcgNotification,
 		MemoryCgroup:            "/sys/fs/cgroup/memory",
 		OnConditionsChanged:     func([]v1.NodeConditionType) { d.onChange() },
+		// localStorageCapacityIsolation: emptyDir sizeLimits and
+		// ephemeral-storage limits evict, as upstream (default true).
+		LocalStorageCapacityIsolation: cfg.LocalStorageCapacityIsolation == nil || *cfg.LocalStorageCapacityIsolation,
 	}
 	if d.imageGC != nil {
 		mc.ImageGC = d.imageGC

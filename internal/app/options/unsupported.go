@@ -108,6 +108,8 @@ var SupportedConfigFields = map[string]bool{
 	"allowedUnsafeSysctls": true,
 	// Stats (internal/node/stats).
 	"volumeStatsAggPeriod": true,
+	// Local ephemeral storage limits (internal/node/eviction).
+	"localStorageCapacityIsolation": true,
 }
 
 // UnsupportedFlags lists, sorted, every flag that is accepted so existing

@@ -3,7 +3,9 @@
 // nodefs/imagefs available and inodesFree, pid.available), decides which
 // configured thresholds are met, reports MemoryPressure/DiskPressure/
 // PIDPressure, reclaims node-level resources (containers, images) and then
-// evicts at most one pod per monitoring interval, ranked as upstream does.
+// evicts at most one pod per monitoring interval, ranked as upstream does;
+// with localStorageCapacityIsolation it first evicts, each round, every pod
+// over its emptyDir sizeLimits or ephemeral-storage limits (localstorage.go).
 //
 // Invariants: parsing, observing, deciding, ranking and messages are pure
 // functions over values and an explicit time; only Manager acts (GC, kills,
