@@ -153,6 +153,9 @@ func evictionSettings(cfg *kubeletconfig.KubeletConfiguration, host hostInfo) (e
 		klog.InfoS("Eviction threshold ignored: the container filesystem follows the nodefs and imagefs thresholds", "signal", s)
 	}
 	return eviction.Config{
+		// localStorageCapacityIsolation: emptyDir sizeLimits and
+		// ephemeral-storage limits evict, as upstream (default true).
+		LocalStorageCapacityIsolation: cfg.LocalStorageCapacityIsolation == nil || *cfg.LocalStorageCapacityIsolation,
 		Thresholds: thresholds, PressureTransitionPeriod: cfg.EvictionPressureTransitionPeriod.Duration,
 		MaxPodGracePeriodSeconds: int64(cfg.EvictionMaxPodGracePeriod),
 		KernelMemcgNotification:  cfg.KernelMemcgNotification, MemoryCgroup: host.cgroups.Mounts["memory"],

@@ -55,7 +55,7 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	spec := criOptions(cfg, b.host, node.containers.CgroupV2())
 	// A resourceFieldRef to a missing limit reads the node's allocatable.
 	spec.NodeAllocatable = node.latest.Allocatable
-	volCfg := volume.Config{PodsDir: b.host.podsDir, NodeName: b.host.nodeName, ResourceField: spec.ResourceFieldValue}
+	volCfg := volume.Config{PodsDir: b.host.podsDir, NodeName: b.host.nodeName, ResourceField: spec.ResourceFieldValue, NodeAllocatable: spec.NodeAllocatable}
 	var creds kuberuntime.PullCredentials
 	if inputs != nil {
 		spec.EnvSource, creds, volCfg.Sources = inputs, inputs.Credentials, inputs

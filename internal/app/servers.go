@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,8 +54,13 @@ func startServers(ctx context.Context, b *base, s serverConfig) error {
 		}),
 		ResourceMetrics: promhttp.HandlerFor(resourceRegistry, promhttp.HandlerOpts{}),
 		ProbeMetrics:    promhttp.HandlerFor(b.metrics.ProbeRegistry(), promhttp.HandlerOpts{}),
-		EnableDebugging: derefBool(cfg.EnableDebuggingHandlers, true),
-		EnableProfiling: derefBool(cfg.EnableProfilingHandler, true),
+		Debug: server.DebugHandlers{
+			Enabled:             derefBool(cfg.EnableDebuggingHandlers, true),
+			SystemLogs:          derefBool(cfg.EnableSystemLogHandler, true),
+			Profiling:           derefBool(cfg.EnableProfilingHandler, true),
+			ContentionProfiling: cfg.EnableContentionProfiling,
+			Flags:               derefBool(cfg.EnableDebugFlagsHandler, true),
+		},
 	}
 	if cfg.ReadOnlyPort > 0 {
 		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.ReadOnlyPort)))
@@ -76,6 +82,10 @@ func startServers(ctx context.Context, b *base, s serverConfig) error {
 	})
 	if err != nil {
 		return err
+	}
+	if apiCfg.Debug.BlockProfiling() {
+		// enableContentionProfiling, as upstream's InstallProfilingHandler.
+		runtime.SetBlockProfileRate(1)
 	}
 	addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.Port)))
 	return server.ServeTLS(ctx, "kubelet API", addr, filter.Wrap(server.APIMux(apiCfg)), tlsCfg)

@@ -1,8 +1,9 @@
-// Package volume owns a pod's volumes on disk (emptyDir, hostPath, configMap,
-// secret, downwardAPI, projected) under <root>/pods/<uid>/volumes and turns a
-// container's volumeMounts into CRI mounts.
-// Invariants: API-backed contents are only ever published through the atomic
-// writer (timestamped dir + ..data symlink), so readers never see half an update;
-// a volume once set up stays set up (its source going away never unmounts it);
-// with an fsGroup every volume but hostPath belongs to that group (setgid dirs).
+// Package volume owns a pod's volumes under <root>/pods/<uid> (emptyDir,
+// hostPath, configMap, secret, downwardAPI, projected), its containers' CRI
+// mounts and the removal of the pod directory. Invariants: API data is
+// published only by the atomic writer and, but for configMaps, on a tmpfs;
+// a subPath reaches the runtime only as a bind mount of the inode opened
+// without following symlinks (subpath.go); nothing is removed through a mount
+// or across filesystems (poddir.go); the mount table is read in mountinfo.go
+// only; a volume once set up stays set up; fsGroup owns all but hostPath.
 package volume

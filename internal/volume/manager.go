@@ -52,6 +52,10 @@ type Config struct {
 	NodeName string
 	// ResourceField resolves downward API resourceFieldRefs.
 	ResourceField ResourceFieldFunc
+	// NodeAllocatable returns the node's allocatable resources, whose
+	// memory bounds the tmpfs of memory-backed volumes; nil (or no memory
+	// in it) leaves only the pod's limit and sizeLimit to bound them.
+	NodeAllocatable func() v1.ResourceList
 }
 
 // Manager sets up pod volumes and computes CRI mounts.
@@ -63,11 +67,14 @@ type Manager struct {
 	// started (or found published on disk); their contents are only
 	// refreshed afterwards, never required again.
 	ready map[string]map[string]bool
+	// noswap: the kernel knows tmpfs's noswap option.
+	noswap bool
 }
 
 // New returns a Manager for cfg.
 func New(cfg Config) *Manager {
-	return &Manager{cfg: cfg, locks: map[string]*sync.Mutex{}, ready: map[string]map[string]bool{}}
+	return &Manager{cfg: cfg, locks: map[string]*sync.Mutex{}, ready: map[string]map[string]bool{},
+		noswap: TmpfsNoswapSupported(kernelRelease())}
 }
 
 func (m *Manager) podLock(uid string) *sync.Mutex {
@@ -146,7 +153,7 @@ func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, err
 	done := map[string]string{}
 	env := containerEnv(pod, c, m.cfg.NodeName)
 	out := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts))
-	for _, vm := range c.VolumeMounts {
+	for i, vm := range c.VolumeMounts {
 		vol, ok := vols[vm.Name]
 		if !ok {
 			return nil, fmt.Errorf("cannot find volume %q to mount into container %q", vm.Name, c.Name)
@@ -159,7 +166,7 @@ func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, err
 			}
 			done[vm.Name], hostPath = p, p
 		}
-		mnt, err := MountFor(vm, vol, hostPath, env)
+		mnt, err := m.mountFor(pod, c, i, vm, vol, hostPath, env)
 		if err != nil {
 			return nil, err
 		}
@@ -206,7 +213,7 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (strin
 		}
 		return vol.HostPath.Path, CheckHostPath(vol.HostPath.Path, t)
 	case vol.EmptyDir != nil:
-		if err := setUpEmptyDir(vol.Name, dir, vol.EmptyDir); err != nil {
+		if err := m.setUpEmptyDir(vol.Name, dir, vol.EmptyDir, m.tmpfsSize(pod, vol)); err != nil {
 			return "", err
 		}
 		if !m.isReady(string(pod.UID), vol.Name) {
@@ -222,6 +229,11 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (strin
 		payload, err := m.payload(ctx, pod, vol)
 		if err != nil {
 			return "", err
+		}
+		if MemoryBacked(vol) {
+			if err := m.ensureAPIDataTmpfs(dir, m.tmpfsSize(pod, vol)); err != nil {
+				return "", fmt.Errorf("volume %q: %w", vol.Name, err)
+			}
 		}
 		gid, _ := FSGroup(pod)
 		for k, f := range payload {
@@ -239,6 +251,24 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (strin
 		return dir, nil
 	}
 	return "", fmt.Errorf("volume %q: unsupported volume type", vol.Name)
+}
+
+// ensureAPIDataTmpfs mounts the tmpfs a secret, downwardAPI or projected
+// volume is written to. A volume an earlier kubelet already published on
+// disk stays there (a tmpfs over it would hide the files from nothing but
+// the running containers' future updates); new volumes never touch the disk.
+func (m *Manager) ensureAPIDataTmpfs(dir string, size int64) error {
+	mounted, err := isMounted(dir)
+	if err != nil {
+		return err
+	}
+	if !mounted {
+		if _, err := os.Lstat(filepath.Join(dir, dataDirName)); err == nil {
+			klog.InfoS("Volume was published on disk by an earlier kubelet; keeping it there until the pod goes", "path", dir)
+			return nil
+		}
+	}
+	return m.ensureTmpfs(dir, size)
 }
 
 func (m *Manager) payload(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (map[string]FileProjection, error) {

@@ -89,19 +89,19 @@ func TestMounts(t *testing.T) {
 			}
 		}},
 		{name: "emptyDir subPath created", mount: v1.VolumeMount{Name: "cache", MountPath: "/c", SubPath: "a/b"}, check: func(t *testing.T, podDir string, m *runtimeapi.Mount) {
-			if m.HostPath != filepath.Join(podDir, "volumes/kubernetes.io~empty-dir/cache/a/b") {
-				t.Fatalf("host path %s", m.HostPath)
+			if m.HostPath != filepath.Join(podDir, "volume-subpaths/cache/c/0") {
+				t.Fatalf("host path %s, want the pinned bind mount", m.HostPath)
 			}
-			if info, err := os.Stat(m.HostPath); err != nil || !info.IsDir() {
-				t.Fatalf("subpath not created: %v", err)
+			sameFile(t, m.HostPath, filepath.Join(podDir, "volumes/kubernetes.io~empty-dir/cache/a/b"))
+			// Created with the volume's own mode, whatever the umask.
+			if mode, _ := statOf(t, filepath.Join(podDir, "volumes/kubernetes.io~empty-dir/cache/a")); mode.Perm() != 0o777 || !mode.IsDir() {
+				t.Fatalf("created subPath mode %v, want the volume's 0777", mode)
 			}
 		}},
 		{name: "subPathExpr from env", mount: v1.VolumeMount{Name: "cache", MountPath: "/c", SubPathExpr: "$(POD)/$(X)"},
 			env: []v1.EnvVar{{Name: "X", Value: "logs"}, {Name: "POD", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
 			check: func(t *testing.T, podDir string, m *runtimeapi.Mount) {
-				if !strings.HasSuffix(m.HostPath, "/cache/p/logs") {
-					t.Fatalf("host path %s", m.HostPath)
-				}
+				sameFile(t, m.HostPath, filepath.Join(podDir, "volumes/kubernetes.io~empty-dir/cache/p/logs"))
 			}},
 		{name: "subPathExpr missing var", mount: v1.VolumeMount{Name: "cache", MountPath: "/c", SubPathExpr: "$(NOPE)"}, wantErr: "missing value for NOPE"},
 		{name: "subPath absolute", mount: v1.VolumeMount{Name: "cache", MountPath: "/c", SubPath: "/etc"}, wantErr: "error SubPath `/etc` must not be an absolute path"},
@@ -125,8 +125,11 @@ func TestMounts(t *testing.T) {
 			}
 		}},
 		{name: "configMap subPath resolves file", mount: v1.VolumeMount{Name: "cfg", MountPath: "/cfg/k", SubPath: "k"}, check: func(t *testing.T, podDir string, m *runtimeapi.Mount) {
-			if !strings.Contains(m.HostPath, "/..") || !strings.HasSuffix(m.HostPath, "/k") {
-				t.Fatalf("host path %s not resolved into data dir", m.HostPath)
+			// k is a symlink into ..data: the bind mount pins the file it
+			// resolves to inside the volume.
+			sameFile(t, m.HostPath, filepath.Join(podDir, "volumes/kubernetes.io~configmap/cfg/k"))
+			if b, err := os.ReadFile(m.HostPath); err != nil || string(b) != "v" {
+				t.Fatalf("read %s: %q %v", m.HostPath, b, err)
 			}
 		}},
 		{name: "configMap subPath missing", mount: v1.VolumeMount{Name: "cfg", MountPath: "/x", SubPath: "nokey"}, wantErr: "unable to provision SubPath `nokey`"},
@@ -163,7 +166,7 @@ func TestMounts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			podsDir := t.TempDir()
-			m := New(Config{PodsDir: podsDir, Sources: src, NodeName: "n1"})
+			m := newManager(t, Config{PodsDir: podsDir, Sources: src, NodeName: "n1"})
 			pod, c := testPod(vols, []v1.VolumeMount{tc.mount}, tc.env)
 			var mounts []*runtimeapi.Mount
 			var err error
@@ -198,7 +201,7 @@ func TestStandaloneWithoutSources(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := New(Config{PodsDir: t.TempDir()})
+			m := newManager(t, Config{PodsDir: t.TempDir()})
 			pod, c := testPod([]v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
 				LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Optional: boolp(tc.opt)}}}},
 				[]v1.VolumeMount{{Name: "v", MountPath: "/v"}}, nil)
@@ -223,7 +226,7 @@ func TestRefreshUpdatesRunningVolume(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &fakeSources{cms: map[string]*v1.ConfigMap{"cfg": {Data: map[string]string{"a": "1", "b": "b"}}}}
-			m := New(Config{PodsDir: t.TempDir(), Sources: src})
+			m := newManager(t, Config{PodsDir: t.TempDir(), Sources: src})
 			pod, c := testPod([]v1.Volume{
 				{Name: "v", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}},
 				{Name: "unused", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}},
@@ -260,6 +263,41 @@ func TestRefreshUpdatesRunningVolume(t *testing.T) {
 	}
 }
 
+// newManager returns a Manager whose mounts are undone when the test ends
+// (before its temporary directories are removed).
+func newManager(t *testing.T, cfg Config) *Manager {
+	t.Helper()
+	if cfg.PodsDir == "" {
+		cfg.PodsDir = t.TempDir()
+	}
+	m := New(cfg)
+	t.Cleanup(func() {
+		entries, _ := os.ReadDir(m.cfg.PodsDir)
+		for _, e := range entries {
+			if err := m.TearDown(e.Name()); err != nil {
+				t.Errorf("tear down %s: %v", e.Name(), err)
+			}
+		}
+	})
+	return m
+}
+
+// sameFile fails unless a and b (following symlinks) are the same inode.
+func sameFile(t *testing.T, a, b string) {
+	t.Helper()
+	ia, err := os.Stat(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib, err := os.Stat(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(ia, ib) {
+		t.Fatalf("%s is not bound to %s", a, b)
+	}
+}
+
 func mountinfoHas(t *testing.T, path string) (string, bool) {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/mountinfo")
@@ -291,7 +329,7 @@ func TestMemoryEmptyDirTmpfs(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			podsDir := t.TempDir()
-			m := New(Config{PodsDir: podsDir})
+			m := newManager(t, Config{PodsDir: podsDir})
 			pod, c := testPod([]v1.Volume{{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: tc.ed}}},
 				[]v1.VolumeMount{{Name: "mem", MountPath: "/mem"}}, nil)
 			dir := filepath.Join(podsDir, "uid-1", "volumes", pluginEmptyDir, "mem")

@@ -3,15 +3,15 @@ package volume
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"k8s.io/klog/v2"
 
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
@@ -93,9 +93,11 @@ func containerEnv(pod *v1.Pod, c *v1.Container, nodeName string) map[string]stri
 	return env
 }
 
-// MountFor turns one volumeMount into a CRI mount; hostPath is where the
-// volume was set up. API data volumes are always read-only.
-func MountFor(vm v1.VolumeMount, vol *v1.Volume, hostPath string, env map[string]string) (*runtimeapi.Mount, error) {
+// mountFor turns the index-th volumeMount of container c into a CRI mount;
+// hostPath is where the volume was set up. A subPath is pinned by a bind
+// mount under the pod's volume-subpaths directory (bindSubPath) and the
+// runtime gets that path. API data volumes are always read-only.
+func (m *Manager) mountFor(pod *v1.Pod, c *v1.Container, index int, vm v1.VolumeMount, vol *v1.Volume, hostPath string, env map[string]string) (*runtimeapi.Mount, error) {
 	prop, err := Propagation(vm.MountPropagation)
 	if err != nil {
 		return nil, err
@@ -107,8 +109,21 @@ func MountFor(vm v1.VolumeMount, vol *v1.Volume, hostPath string, env map[string
 		}
 	}
 	if subPath != "" {
-		if hostPath, err = resolveSubPath(hostPath, subPath, !isAPIData(vol)); err != nil {
+		if err := ValidateSubPath(subPath); err != nil {
 			return nil, err
+		}
+		target := SubPathTarget(filepath.Join(m.cfg.PodsDir, string(pod.UID)), vol.Name, c.Name, index)
+		hostPath, err = bindSubPath(subPathRequest{VolumePath: hostPath, SubPath: subPath, Create: !isAPIData(vol), Target: target})
+		if err != nil {
+			// As upstream, the details (host paths) go to the log only.
+			klog.ErrorS(err, "Failed to prepare subPath for volumeMount of the container", "pod", klog.KObj(pod), "containerName", c.Name, "volumeMountName", vm.Name)
+			switch {
+			case errors.Is(err, errSubPathMissing):
+				return nil, fmt.Errorf("unable to provision SubPath `%s`: it does not exist in the volume", subPath)
+			case errors.Is(err, errSubPathCreate):
+				return nil, fmt.Errorf("failed to create subPath directory for volumeMount %q of container %q", vm.Name, c.Name)
+			}
+			return nil, fmt.Errorf("failed to prepare subPath for volumeMount %q of container %q", vm.Name, c.Name)
 		}
 	}
 	return &runtimeapi.Mount{
@@ -117,33 +132,4 @@ func MountFor(vm v1.VolumeMount, vol *v1.Volume, hostPath string, env map[string
 		Readonly:      vm.ReadOnly || isAPIData(vol),
 		Propagation:   prop,
 	}, nil
-}
-
-// resolveSubPath validates subPath, creates it when allowed and missing, and
-// returns the symlink-free host path, which must stay inside volumePath.
-func resolveSubPath(volumePath, subPath string, create bool) (string, error) {
-	if err := ValidateSubPath(subPath); err != nil {
-		return "", err
-	}
-	full := filepath.Join(volumePath, subPath)
-	if _, err := os.Lstat(full); errors.Is(err, fs.ErrNotExist) {
-		if !create {
-			return "", fmt.Errorf("unable to provision SubPath `%s`: it does not exist in the volume", subPath)
-		}
-		if err := os.MkdirAll(full, 0o755); err != nil {
-			return "", fmt.Errorf("unable to provision SubPath `%s`: %w", subPath, err)
-		}
-	}
-	base, err := filepath.EvalSymlinks(volumePath)
-	if err != nil {
-		return "", fmt.Errorf("resolve volume path %s: %w", volumePath, err)
-	}
-	real, err := filepath.EvalSymlinks(full)
-	if err != nil {
-		return "", fmt.Errorf("resolve SubPath `%s`: %w", subPath, err)
-	}
-	if real != base && !strings.HasPrefix(real, base+string(filepath.Separator)) {
-		return "", fmt.Errorf("subpath %q not within volume path %q", real, base)
-	}
-	return real, nil
 }

@@ -30,7 +30,7 @@ func TestUsedVolumes(t *testing.T) {
 // disappears afterwards does not take the volume away.
 func TestSetUpPodWaitsForSource(t *testing.T) {
 	src := &fakeSources{cms: map[string]*v1.ConfigMap{}, secrets: map[string]*v1.Secret{}}
-	m := New(Config{PodsDir: t.TempDir(), Sources: src})
+	m := newManager(t, Config{PodsDir: t.TempDir(), Sources: src})
 	vols := []v1.Volume{
 		{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "late"}}}},
 		{Name: "keyed", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "sec", Items: []v1.KeyToPath{{Key: "pw", Path: "pw"}}}}},
@@ -68,7 +68,7 @@ func TestSetUpPodWaitsForSource(t *testing.T) {
 		t.Fatalf("a container restart must reuse the mounted volume: %v", err)
 	}
 	// A new kubelet process finds the published volume on disk.
-	m2 := New(Config{PodsDir: m.cfg.PodsDir, Sources: src})
+	m2 := newManager(t, Config{PodsDir: m.cfg.PodsDir, Sources: src})
 	if res := m2.SetUpPod(context.Background(), pod); len(res.Unmounted) != 0 {
 		t.Fatalf("after a restart: %+v", res)
 	}
@@ -96,7 +96,7 @@ func TestFSGroupOwnership(t *testing.T) {
 	pod, c := testPod(vols, []v1.VolumeMount{{Name: "scratch", MountPath: "/s"}, {Name: "cfg", MountPath: "/c"}}, nil)
 	fsGroup := int64(gid)
 	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &fsGroup}
-	m := New(Config{PodsDir: t.TempDir(), Sources: src})
+	m := newManager(t, Config{PodsDir: t.TempDir(), Sources: src})
 	if _, err := m.Mounts(pod, c); err != nil {
 		t.Fatal(err)
 	}
@@ -199,13 +199,14 @@ func TestOwnershipMode(t *testing.T) {
 // the setgid bit an fsGroup gave it.
 func TestEmptyDirSetUpKeepsSetgid(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ed")
-	if err := setUpEmptyDir("ed", dir, &v1.EmptyDirVolumeSource{}); err != nil {
+	m := newManager(t, Config{PodsDir: t.TempDir()})
+	if err := m.setUpEmptyDir("ed", dir, &v1.EmptyDirVolumeSource{}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(dir, 0o777|os.ModeSetgid); err != nil {
 		t.Fatal(err)
 	}
-	if err := setUpEmptyDir("ed", dir, &v1.EmptyDirVolumeSource{}); err != nil {
+	if err := m.setUpEmptyDir("ed", dir, &v1.EmptyDirVolumeSource{}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if mode, _ := statOf(t, dir); mode&os.ModeSetgid == 0 || mode.Perm() != 0o777 {

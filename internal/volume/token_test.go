@@ -87,7 +87,7 @@ func TestProjectedServiceAccountToken(t *testing.T) {
 	src := &fakeSources{cms: map[string]*v1.ConfigMap{"kube-root-ca.crt": {Data: map[string]string{"ca.crt": "CA PEM"}}}}
 	tokens := &fakeTokens{}
 	podsDir := t.TempDir()
-	m := New(Config{PodsDir: podsDir, Sources: src, Tokens: tokens, NodeName: "n1"})
+	m := newManager(t, Config{PodsDir: podsDir, Sources: src, Tokens: tokens, NodeName: "n1"})
 	pod, c := testPod([]v1.Volume{kubeAPIAccess()}, []v1.VolumeMount{{Name: "kube-api-access-x1", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}}, nil)
 	pod.Spec.ServiceAccountName = "robot"
 
@@ -152,7 +152,7 @@ func TestProjectedServiceAccountTokenErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &fakeSources{cms: map[string]*v1.ConfigMap{"kube-root-ca.crt": {Data: map[string]string{"ca.crt": "CA"}}}}
-			m := New(Config{PodsDir: t.TempDir(), Sources: src, Tokens: &fakeTokens{err: tc.err}})
+			m := newManager(t, Config{PodsDir: t.TempDir(), Sources: src, Tokens: &fakeTokens{err: tc.err}})
 			pod, c := testPod([]v1.Volume{kubeAPIAccess()}, []v1.VolumeMount{{Name: "kube-api-access-x1", MountPath: "/sa"}}, nil)
 			pod.Spec.ServiceAccountName = tc.sa
 			if _, err := m.Mounts(pod, c); err == nil || !strings.Contains(err.Error(), tc.wantErr) {

@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,7 +79,11 @@ func TestServiceAccountTokenProjection(t *testing.T) {
 	p.Spec.Volumes = []v1.Volume{{Name: "vault", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
 		{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Audience: audience, ExpirationSeconds: &exp, Path: "vault-token"}},
 	}}}}}
-	p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "vault", MountPath: "/var/run/secrets/tokens"}}
+	p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "creds", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "creds"}}})
+	p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "vault", MountPath: "/var/run/secrets/tokens"}, {Name: "creds", MountPath: "/etc/creds"}}
+	if _, err := n.client.CoreV1().Secrets(ns).Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}, StringData: map[string]string{"password": "s3cret"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	created, err := n.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 	if err != nil {
@@ -147,6 +153,38 @@ func TestServiceAccountTokenProjection(t *testing.T) {
 	if !review.Status.Authenticated || len(review.Status.Audiences) != 1 || review.Status.Audiences[0] != audience {
 		t.Fatalf("TokenReview of the custom token for %q: %+v", audience, review.Status)
 	}
+	// Tokens live on a tmpfs, never on the node's disk (issue 14): in the
+	// container and on the node, where the volume directories are tmpfs
+	// mounts that go with the pod.
+	mounts := kubectl(t, "-n", ns, "exec", "sa", "--", "cat", "/proc/mounts")
+	for _, dir := range []string{"/var/run/secrets/kubernetes.io/serviceaccount", "/var/run/secrets/tokens"} {
+		if !strings.Contains(mounts, "tmpfs "+dir+" tmpfs ") {
+			t.Errorf("%s is not a tmpfs in the container:\n%s", dir, mounts)
+		}
+	}
+	if !strings.Contains(mounts, "tmpfs /etc/creds tmpfs ") {
+		t.Errorf("the secret volume is not a tmpfs in the container:\n%s", mounts)
+	}
+	podDir := filepath.Join(n.RootDir, "pods", string(got.UID))
+	for _, vol := range []string{"kubernetes.io~projected/" + apiAccess, "kubernetes.io~projected/vault", "kubernetes.io~secret/creds"} {
+		dir := filepath.Join(podDir, "volumes", vol)
+		ms, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(dir))
+		if err != nil || len(ms) != 1 || ms[0].FSType != "tmpfs" {
+			t.Errorf("volume %s on the node: mounts %v (err %v), want one tmpfs", vol, ms, err)
+		}
+	}
+	if err := n.client.CoreV1().Pods(ns).Delete(ctx, "sa", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the token tmpfs unmounted and the pod directory removed", func() (bool, error) {
+		ms, err := mountinfo.GetMounts(mountinfo.PrefixFilter(podDir))
+		if err != nil || len(ms) > 0 {
+			return false, fmt.Errorf("mounts %v (err %v)", ms, err)
+		}
+		_, err = os.Lstat(podDir)
+		return os.IsNotExist(err), err
+	})
+
 	// The kubelet no longer warns that it ignores token projections.
 	evs, err := n.client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=sa"})
 	if err != nil {

@@ -4,15 +4,16 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"time"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/logs"
 	"k8s.io/klog/v2"
 )
 
@@ -30,36 +31,96 @@ type APIConfig struct {
 	ContainerLogs, NodeLogs, Streaming, Summary http.Handler
 	Metrics, ResourceMetrics, ProbeMetrics      http.Handler
 
-	// EnableDebugging installs logs, exec, attach, portForward and run
-	// (enableDebuggingHandlers); EnableProfiling installs /debug/pprof.
-	EnableDebugging, EnableProfiling bool
+	// Debug gates the debugging endpoints of the kubelet API.
+	Debug DebugHandlers
 }
 
-// APIMux is the handler of the authenticated port, before the auth filter.
+// DebugHandlers are upstream's switches for the debugging endpoints.
+type DebugHandlers struct {
+	// Enabled is enableDebuggingHandlers: exec, attach, portForward, run,
+	// containerLogs, configz and runningpods, and the switches below; off,
+	// those paths (and /logs/ and /debug/pprof/) answer 405.
+	Enabled bool
+	// SystemLogs is enableSystemLogHandler: /logs/.
+	SystemLogs bool
+	// Profiling is enableProfilingHandler: /debug/pprof/.
+	Profiling bool
+	// ContentionProfiling is enableContentionProfiling: block profiling
+	// (BlockProfileRate) on top of the pprof handlers.
+	ContentionProfiling bool
+	// Flags is enableDebugFlagsHandler: PUT /debug/flags/v sets the log
+	// verbosity.
+	Flags bool
+}
+
+// BlockProfiling reports whether the block profile must be turned on, as
+// upstream does only with the pprof handlers installed. It is pure.
+func (d DebugHandlers) BlockProfiling() bool {
+	return d.Enabled && d.Profiling && d.ContentionProfiling
+}
+
+// Upstream's bodies for endpoints that exist but are turned off (405).
+const (
+	msgDebuggingDisabled = "Debug endpoints are disabled."
+	msgLogsDisabled      = "logs endpoint is disabled."
+	msgProfilingDisabled = "profiling endpoint is disabled."
+	msgFlagsDisabled     = "flags endpoint is disabled."
+)
+
+// debuggingPaths answer "Debug endpoints are disabled." when
+// enableDebuggingHandlers is off, and always on the read-only port
+// (upstream's InstallDebuggingDisabledHandlers).
+var debuggingPaths = []string{"/run/", "/exec/", "/attach/", "/portForward/", "/containerLogs/", "/runningpods/", "/debug/pprof/", "/logs/"}
+
+// APIMux is the handler of the authenticated port, before the auth filter,
+// with upstream v1.36's paths: the read-only ones, and the debugging
+// endpoints as cfg.Debug says.
 func APIMux(cfg APIConfig) *http.ServeMux {
-	mux := ReadOnlyMux(cfg)
+	mux := baseMux(cfg)
+	d := cfg.Debug
+	if !d.Enabled {
+		for _, p := range debuggingPaths {
+			mux.Handle(p, disabled(msgDebuggingDisabled))
+		}
+		return mux
+	}
+	handle(mux, "/containerLogs/", cfg.ContainerLogs)
+	for _, p := range []string{"/exec/", "/attach/", "/portForward/", "/run/"} {
+		handle(mux, p, cfg.Streaming)
+	}
 	mux.Handle("/runningpods/", runningPods(cfg.RunningPods))
 	mux.Handle("/configz", configz(cfg.Config))
-	if cfg.EnableDebugging {
-		handle(mux, "/containerLogs/", cfg.ContainerLogs)
+	if d.SystemLogs {
 		handle(mux, "/logs/", cfg.NodeLogs)
-		for _, p := range []string{"/exec/", "/attach/", "/portForward/", "/run/"} {
-			handle(mux, p, cfg.Streaming)
-		}
+	} else {
+		mux.Handle("/logs/", disabled(msgLogsDisabled))
 	}
-	if cfg.EnableProfiling {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if d.Profiling {
+		mux.HandleFunc("/debug/pprof/", pprofHandler)
+	} else {
+		mux.Handle("/debug/pprof/", disabled(msgProfilingDisabled))
+	}
+	if d.Flags {
+		mux.Handle("/debug/flags/v", flagsHandler(logs.GlogSetter))
+	} else {
+		mux.Handle("/debug/flags/v", disabled(msgFlagsDisabled))
 	}
 	return mux
 }
 
 // ReadOnlyMux is the handler of the read-only port: pods, health, stats
-// and metrics, without authentication.
+// and metrics, without authentication; the debugging paths answer 405 as
+// upstream's read-only server does.
 func ReadOnlyMux(cfg APIConfig) *http.ServeMux {
+	mux := baseMux(cfg)
+	for _, p := range debuggingPaths {
+		mux.Handle(p, disabled(msgDebuggingDisabled))
+	}
+	return mux
+}
+
+// baseMux holds what both ports serve.
+func baseMux(cfg APIConfig) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/pods", Pods(cfg.Pods, cfg.Statuses))
 	mux.Handle("/pods/", Pods(cfg.Pods, cfg.Statuses))
@@ -69,6 +130,57 @@ func ReadOnlyMux(cfg APIConfig) *http.ServeMux {
 	handle(mux, "/metrics/resource", cfg.ResourceMetrics)
 	handle(mux, "/metrics/probes", cfg.ProbeMetrics)
 	return mux
+}
+
+func disabled(msg string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, msg, http.StatusMethodNotAllowed)
+	})
+}
+
+// pprofHandler serves /debug/pprof/<name> as upstream's kubelet does.
+func pprofHandler(w http.ResponseWriter, r *http.Request) {
+	switch strings.TrimPrefix(r.URL.Path, "/debug/pprof/") {
+	case "profile":
+		pprof.Profile(w, r)
+	case "symbol":
+		pprof.Symbol(w, r)
+	case "cmdline":
+		pprof.Cmdline(w, r)
+	case "trace":
+		pprof.Trace(w, r)
+	default:
+		pprof.Index(w, r)
+	}
+}
+
+// flagsHandler is upstream's StringFlagPutHandler: PUT a value, get the
+// setter's answer; other methods are refused with 406.
+func flagsHandler(set func(string) (string, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		plain := func(code int, text string) {
+			w.Header().Set("Content-Type", "text/plain")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.WriteHeader(code)
+			fmt.Fprintln(w, text)
+		}
+		if r.Method != http.MethodPut {
+			plain(http.StatusNotAcceptable, "unsupported http method")
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<10))
+		if err != nil {
+			plain(http.StatusBadRequest, "error reading request body: "+err.Error())
+			return
+		}
+		resp, err := set(string(body))
+		if err != nil {
+			plain(http.StatusBadRequest, err.Error())
+			return
+		}
+		klog.InfoS("Log verbosity changed through /debug/flags/v", "response", resp)
+		plain(http.StatusOK, resp)
+	})
 }
 
 func handle(mux *http.ServeMux, pattern string, h http.Handler) {
@@ -108,27 +220,15 @@ func writeJSON(w http.ResponseWriter, v any) {
 	}
 }
 
-// ServeTLS listens on addr and serves h over TLS until ctx ends.
+// ServeTLS listens on addr and serves h over TLS until ctx ends, with
+// upstream's server timeouts.
 func ServeTLS(ctx context.Context, name, addr string, h http.Handler, tlsConfig *tls.Config) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%s: listen on %s: %w", name, addr, err)
 	}
-	// Idle keep-alive connections (the API server pools them) are closed
-	// after 90 s, as upstream's kubelet server does.
-	srv := &http.Server{Handler: h, TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 1 << 20}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	go func() {
-		klog.InfoS("Starting server", "name", name, "address", ln.Addr().String())
-		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.ErrorS(err, "Server stopped", "name", name)
-		}
-	}()
+	srv := NewHTTPServer(h, DefaultTimeouts)
+	srv.TLSConfig = tlsConfig
+	run(ctx, name, ln, srv, func() error { return srv.ServeTLS(ln, "", "") })
 	return nil
 }

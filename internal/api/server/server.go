@@ -86,14 +86,44 @@ func HealthzMux(checks []HealthCheck) *http.ServeMux {
 	return mux
 }
 
-// Serve listens on addr and serves h until ctx ends. Listen errors are
-// returned at once so the caller can fail start-up clearly.
+// Timeouts are an HTTP server's connection limits.
+type Timeouts struct {
+	// ReadHeader bounds reading a request's headers (slow clients).
+	ReadHeader time.Duration
+	// Read and Write bound reading a whole request and writing its
+	// response (streams included).
+	Read, Write time.Duration
+	// Idle closes a keep-alive connection with no request in flight.
+	Idle time.Duration
+}
+
+// DefaultTimeouts are upstream's kubelet and read-only servers' (idle 90 s,
+// matching http.DefaultTransport's keep-alive, read and write 4 h), plus a
+// 10 s bound on reading headers; the healthz server gets them too.
+var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 4 * time.Hour, Write: 4 * time.Hour, Idle: 90 * time.Second}
+
+// NewHTTPServer returns a server for h with the given timeouts and
+// upstream's 1 MiB header limit.
+func NewHTTPServer(h http.Handler, t Timeouts) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
+		WriteTimeout: t.Write, IdleTimeout: t.Idle, MaxHeaderBytes: 1 << 20}
+}
+
+// Serve listens on addr and serves h until ctx ends, with DefaultTimeouts.
+// Listen errors are returned at once so the caller can fail start-up
+// clearly.
 func Serve(ctx context.Context, name, addr string, h http.Handler) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%s: listen on %s: %w", name, addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := NewHTTPServer(h, DefaultTimeouts)
+	run(ctx, name, ln, srv, func() error { return srv.Serve(ln) })
+	return nil
+}
+
+// run serves until ctx ends, then shuts srv down.
+func run(ctx context.Context, name string, ln net.Listener, srv *http.Server, serve func() error) {
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -102,9 +132,8 @@ func Serve(ctx context.Context, name, addr string, h http.Handler) error {
 	}()
 	go func() {
 		klog.InfoS("Starting server", "name", name, "address", ln.Addr().String())
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			klog.ErrorS(err, "Server stopped", "name", name)
 		}
 	}()
-	return nil
 }

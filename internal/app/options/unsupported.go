@@ -91,6 +91,9 @@ var SupportedConfigFields = map[string]bool{
 	"tlsCipherSuites":                true,
 	"enableDebuggingHandlers":        true,
 	"enableProfilingHandler":         true,
+	"enableContentionProfiling":      true,
+	"enableSystemLogHandler":         true,
+	"enableDebugFlagsHandler":        true,
 	"streamingConnectionIdleTimeout": true,
 	// Garbage collection and log rotation.
 	"imageGCHighThresholdPercent": true,
@@ -105,6 +108,8 @@ var SupportedConfigFields = map[string]bool{
 	"allowedUnsafeSysctls": true,
 	// Stats (internal/node/stats).
 	"volumeStatsAggPeriod": true,
+	// Local ephemeral storage limits (internal/node/eviction).
+	"localStorageCapacityIsolation": true,
 }
 
 // UnsupportedFlags lists, sorted, every flag that is accepted so existing

@@ -4,7 +4,9 @@
 // configured thresholds are met, reports MemoryPressure/DiskPressure/
 // PIDPressure, reclaims node-level resources (containers, images) and then
 // evicts at most one pod per monitoring interval, ranked as upstream does,
-// through the pod workers (Killer), waiting until the pod is terminated.
+// through the pod workers (Killer), waiting until the pod is terminated;
+// with localStorageCapacityIsolation it first evicts, each round, every pod
+// over its emptyDir sizeLimits or ephemeral-storage limits (localstorage.go).
 //
 // Invariants: parsing, observing, deciding, ranking and messages are pure
 // functions over values and an explicit time; only Manager and Killer act

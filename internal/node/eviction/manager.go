@@ -90,6 +90,10 @@ type Config struct {
 	// Metrics receives kubelet_evictions and kubelet_eviction_stats_age_seconds;
 	// nil means a private set nobody serves.
 	Metrics *metrics.Metrics
+	// LocalStorageCapacityIsolation is localStorageCapacityIsolation: each
+	// round, pods over their emptyDir sizeLimits or ephemeral-storage
+	// limits are evicted (LocalStorageLimitExceeded).
+	LocalStorageCapacityIsolation bool
 }
 
 // Manager watches the node's resources and evicts pods under pressure.
@@ -167,8 +171,8 @@ func (m *Manager) Admit(pod *v1.Pod) (bool, string, string) {
 // the memcg notification fires) until ctx ends. After an eviction it
 // evaluates again without waiting, as upstream.
 func (m *Manager) Run(ctx context.Context) {
-	if len(m.cfg.Thresholds) == 0 {
-		klog.InfoS("Eviction manager: no thresholds configured, not monitoring")
+	if len(m.cfg.Thresholds) == 0 && !m.cfg.LocalStorageCapacityIsolation {
+		klog.InfoS("Eviction manager: no thresholds configured and local storage isolation off, not monitoring")
 		return
 	}
 	klog.InfoS("Eviction manager: starting control loop", "thresholds", m.cfg.Thresholds, "interval", m.cfg.MonitoringInterval)
@@ -182,7 +186,7 @@ func (m *Manager) Run(ctx context.Context) {
 		if err != nil {
 			klog.ErrorS(err, "Eviction manager: failed to synchronize")
 		}
-		if evicted != nil && ctx.Err() == nil {
+		if len(evicted) > 0 && ctx.Err() == nil {
 			continue
 		}
 		select {
@@ -195,10 +199,11 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 }
 
-// Synchronize is one evaluation: observe, decide, and act (reclaim node
-// resources, or evict one pod). It returns the evicted pod, if any.
-func (m *Manager) Synchronize(ctx context.Context) (*v1.Pod, error) {
-	if len(m.cfg.Thresholds) == 0 {
+// Synchronize is one evaluation: observe, decide, and act (evict the pods
+// over their own storage limits; else reclaim node resources, or evict
+// one pod). It returns the evicted pods.
+func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
+	if len(m.cfg.Thresholds) == 0 && !m.cfg.LocalStorageCapacityIsolation {
 		return nil, nil
 	}
 	if m.dedicatedImageFs == nil {
@@ -234,6 +239,13 @@ func (m *Manager) Synchronize(ctx context.Context) (*v1.Pod, error) {
 		select {
 		case m.changed <- struct{}{}:
 		default:
+		}
+	}
+	// As upstream: pods over their own limits go first, and a round that
+	// evicted any does nothing else.
+	if m.cfg.LocalStorageCapacityIsolation {
+		if evicted := m.localStorageEviction(ctx, active, StatsByUID(summary)); len(evicted) > 0 {
+			return evicted, nil
 		}
 	}
 	if len(act) == 0 {
@@ -280,11 +292,45 @@ func (m *Manager) Synchronize(ctx context.Context) (*v1.Pod, error) {
 			klog.InfoS("Eviction manager: pod is evicted successfully", "pod", klog.KObj(pod))
 		}
 		m.cfg.Metrics.Evictions.WithLabelValues(string(plan.Threshold.Signal)).Inc()
-		return pod, nil
+		return []*v1.Pod{pod}, nil
 	}
 	klog.InfoS("Eviction manager: unable to evict any pods from the node")
 	return nil, nil
 }
+
+// localStorageEviction evicts, at once (grace period 1 s, as upstream's
+// immediate eviction), every active pod over its own local ephemeral
+// storage limits. Critical pods are never evicted.
+func (m *Manager) localStorageEviction(ctx context.Context, active []*v1.Pod, stats PodStats) []*v1.Pod {
+	var evicted []*v1.Pod
+	for _, pod := range active {
+		ps, ok := stats[pod.UID]
+		if !ok {
+			continue
+		}
+		v, over := LocalStorageLimitExceeded(pod, ps, *m.dedicatedImageFs)
+		if !over {
+			continue
+		}
+		if podutil.IsCriticalPod(pod) {
+			klog.ErrorS(nil, "Eviction manager: cannot evict a critical pod", "pod", klog.KObj(pod), "message", v.Message)
+			continue
+		}
+		m.recordEvicted(pod, nil, v.Message)
+		klog.InfoS("Evicting pod", "pod", klog.KObj(pod), "podUID", pod.UID, "gracePeriod", immediateGracePeriod, "message", v.Message)
+		if err := m.cfg.Killer.EvictPod(ctx, pod, immediateGracePeriod, LocalStorageEvictedStatus(v.Message)); err != nil {
+			klog.ErrorS(err, "Eviction manager: pod failed to evict", "pod", klog.KObj(pod))
+		} else {
+			klog.InfoS("Eviction manager: pod is evicted successfully", "pod", klog.KObj(pod))
+		}
+		m.cfg.Metrics.Evictions.WithLabelValues(v.Signal).Inc()
+		evicted = append(evicted, pod)
+	}
+	return evicted
+}
+
+// immediateGracePeriod is upstream's immediateEvictionGracePeriodSeconds.
+const immediateGracePeriod = 1
 
 // EvictedStatus is the status an evicted pod gets: phase Failed, reason
 // Evicted, and (as upstream v1.36) the DisruptionTarget condition saying

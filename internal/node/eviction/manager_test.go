@@ -159,7 +159,7 @@ func TestManagerReclaimsImagesBeforeEvicting(t *testing.T) {
 	f.clock.Step(10 * time.Second)
 	f.diskAvail, f.imageFree = 5<<30, 1<<30
 	evicted, err = m.Synchronize(ctx)
-	if err != nil || evicted == nil || evicted.Name != "a" {
+	if err != nil || len(evicted) != 1 || evicted[0].Name != "a" {
 		t.Fatalf("evicted %v, err %v", evicted, err)
 	}
 	if want := []string{"containerGC", "imageGC", "evict a"}; !reflect.DeepEqual(f.log, want) {
@@ -173,7 +173,7 @@ func TestManagerWithoutCollectorsEvicts(t *testing.T) {
 	m, _ := newTestManager(t, f, evictionapi.ThresholdConfig{Hard: map[string]string{"imagefs.available": "15%"}}, false)
 	f.diskAvail = 1 << 30
 	evicted, err := m.Synchronize(context.Background())
-	if err != nil || evicted == nil {
+	if err != nil || len(evicted) == 0 {
 		t.Fatalf("evicted %v, err %v", evicted, err)
 	}
 	if want := []string{"evict a"}; !reflect.DeepEqual(f.log, want) {
@@ -201,7 +201,7 @@ func TestManagerMemoryPressure(t *testing.T) {
 	f.memWS = 980 * mi
 	f.clock.Step(10 * time.Second)
 	ev, err := m.Synchronize(ctx)
-	if err != nil || ev == nil || ev.Name != "be" {
+	if err != nil || len(ev) != 1 || ev[0].Name != "be" {
 		t.Fatalf("evicted %v, err %v; want be", ev, err)
 	}
 	st := f.statuses["be"]
@@ -225,7 +225,7 @@ func TestManagerMemoryPressure(t *testing.T) {
 	}
 	// Still under pressure: next the Burstable one; the static pod never.
 	f.clock.Step(10 * time.Second)
-	if ev, _ := m.Synchronize(ctx); ev == nil || ev.Name != "within" {
+	if ev, _ := m.Synchronize(ctx); len(ev) != 1 || ev[0].Name != "within" {
 		t.Fatalf("second eviction = %v, want within", ev)
 	}
 	f.memWS = 1000 * mi
@@ -277,7 +277,7 @@ func TestManagerSoftThresholdGracePeriods(t *testing.T) {
 	}
 	f.clock.Step(time.Minute)
 	ev, _ := m.Synchronize(ctx)
-	if ev == nil || f.graces["p"] != 10 {
+	if len(ev) == 0 || f.graces["p"] != 10 {
 		t.Fatalf("evicted %v with grace %d, want p with min(evictionMaxPodGracePeriod 10, pod 30)", ev, f.graces["p"])
 	}
 }

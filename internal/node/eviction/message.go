@@ -101,7 +101,7 @@ func containerUsage(res v1.ResourceName, cs statsapi.ContainerStats) *resource.Q
 // maximum defers to the pod, as the flag documents).
 func GracePeriod(t evictionapi.Threshold, pod *v1.Pod, maxPodGracePeriod int64) int64 {
 	if t.Hard() {
-		return 1
+		return immediateGracePeriod
 	}
 	if maxPodGracePeriod < 0 {
 		if pod.Spec.TerminationGracePeriodSeconds != nil {

@@ -10,6 +10,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/seed-kubelet/kubelet/internal/node/eviction/evictionapi"
+	"github.com/seed-kubelet/kubelet/internal/volume"
 )
 
 // PodStats finds a pod's stats in a summary.
@@ -197,13 +198,13 @@ func diskUsage(p *v1.Pod, s statsapi.PodStats, parts fsParts, inodes bool) resou
 	return *resource.NewQuantity(total, resource.BinarySI)
 }
 
-// localVolumes are the pod's volumes stored on the node's disk: hostPath,
-// disk-backed emptyDir, gitRepo and configMap, as upstream counts them.
+// localVolumes are the pod's volumes stored on the node's disk: hostPath
+// and the local ephemeral ones (volume.IsLocalEphemeral), as upstream's
+// eviction counts them; memory-backed volumes are not.
 func localVolumes(p *v1.Pod) map[string]bool {
 	out := map[string]bool{}
-	for _, v := range p.Spec.Volumes {
-		if v.HostPath != nil || v.GitRepo != nil || v.ConfigMap != nil ||
-			(v.EmptyDir != nil && v.EmptyDir.Medium == v1.StorageMediumDefault) {
+	for i := range p.Spec.Volumes {
+		if v := &p.Spec.Volumes[i]; v.HostPath != nil || volume.IsLocalEphemeral(v) {
 			out[v.Name] = true
 		}
 	}

@@ -40,19 +40,9 @@ func reportedVolumes(pod *v1.Pod, podsDir string) []podVolume {
 		if dir == "" {
 			continue
 		}
-		out = append(out, podVolume{Name: v.Name, Path: dir, Local: isLocalEphemeral(v)})
+		out = append(out, podVolume{Name: v.Name, Path: dir, Local: volume.IsLocalEphemeral(v)})
 	}
 	return out
-}
-
-// isLocalEphemeral reports whether v lives on the node's disk for the
-// pod's lifetime and so counts towards its ephemeral storage. As upstream
-// counts them: gitRepo, disk-backed emptyDir and configMap. Secrets,
-// downwardAPI and projected volumes (tmpfs-backed upstream) and Memory
-// emptyDirs are memory, not disk.
-func isLocalEphemeral(v *v1.Volume) bool {
-	return v.GitRepo != nil || v.ConfigMap != nil ||
-		(v.EmptyDir != nil && v.EmptyDir.Medium == v1.StorageMediumDefault)
 }
 
 // dirUsage measures the tree at root as `du` does: allocated blocks times

@@ -2,7 +2,6 @@ package syncloop
 
 import (
 	"context"
-	"os"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -34,7 +33,7 @@ type Runtime interface {
 	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*kuberuntime.PodStatus, error)
 	KillPod(ctx context.Context, pod *v1.Pod, st *kuberuntime.PodStatus, gracePeriod *int64) error
 	RemovePod(ctx context.Context, st *kuberuntime.PodStatus) error
-	OrphanedPodDirs(keep map[types.UID]bool) []string
+	CleanupOrphanedPodDirs(keep map[types.UID]bool)
 }
 
 var (
@@ -271,12 +270,7 @@ func (d *Dispatcher) HandleHousekeeping(ctx context.Context) {
 	if d.cfg.CleanupPodCgroups != nil {
 		d.cfg.CleanupPodCgroups(keep)
 	}
-	for _, dir := range d.cfg.Runtime.OrphanedPodDirs(keep) {
-		klog.V(2).InfoS("Removing orphaned pod directory", "path", dir)
-		if err := os.RemoveAll(dir); err != nil {
-			klog.ErrorS(err, "Cannot remove orphaned pod directory", "path", dir)
-		}
-	}
+	d.cfg.Runtime.CleanupOrphanedPodDirs(keep)
 }
 
 // cleanupOrphan stops and removes a pod no source wants (for example one

@@ -3,7 +3,6 @@ package syncloop
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -46,7 +45,6 @@ type scriptedRuntime struct {
 	listErr   error
 	statusErr error
 	killErr   error
-	dirs      []string // what OrphanedPodDirs answers
 	keep      map[types.UID]bool
 	calls     []string // housekeeping's own calls
 	bg        []string // calls of the background clean-up
@@ -93,10 +91,9 @@ func (r *scriptedRuntime) RemovePod(_ context.Context, st *kuberuntime.PodStatus
 	return nil
 }
 
-func (r *scriptedRuntime) OrphanedPodDirs(keep map[types.UID]bool) []string {
-	r.record("OrphanedPodDirs")
+func (r *scriptedRuntime) CleanupOrphanedPodDirs(keep map[types.UID]bool) {
+	r.record("CleanupOrphanedPodDirs")
 	r.keep = keep
-	return r.dirs
 }
 
 // TestHousekeeping: what one housekeeping pass does, as upstream's
@@ -139,7 +136,7 @@ func TestHousekeeping(t *testing.T) {
 			},
 			sourcesReady: true,
 			rt:           &scriptedRuntime{},
-			want: want{calls: []string{"GetPods", "OrphanedPodDirs"}, forgotten: []types.UID{"gone"},
+			want: want{calls: []string{"GetPods", "CleanupOrphanedPodDirs"}, forgotten: []types.UID{"gone"},
 				keep: []types.UID{"not-cleaned", "stopping", "wanted"}, orphans: 1, extra: 1},
 		},
 		{
@@ -155,21 +152,21 @@ func TestHousekeeping(t *testing.T) {
 			states:       map[types.UID]podworkers.PodState{"b": {State: podworkers.Terminating}},
 			sourcesReady: true,
 			rt:           &scriptedRuntime{pods: running("a", "b", "orphan")},
-			want: want{calls: []string{"GetPods", "OrphanedPodDirs"}, bg: []string{"GetPodStatus orphan", "KillPod orphan", "RemovePod orphan"},
+			want: want{calls: []string{"GetPods", "CleanupOrphanedPodDirs"}, bg: []string{"GetPodStatus orphan", "KillPod orphan", "RemovePod orphan"},
 				keep: []types.UID{"a", "b", "orphan"}, orphans: 1, extra: 1},
 		},
 		{
 			name:         "an orphan whose status cannot be read is left for the next pass",
 			sourcesReady: true,
 			rt:           &scriptedRuntime{pods: running("orphan"), statusErr: errors.New("boom")},
-			want: want{calls: []string{"GetPods", "OrphanedPodDirs"}, bg: []string{"GetPodStatus orphan"},
+			want: want{calls: []string{"GetPods", "CleanupOrphanedPodDirs"}, bg: []string{"GetPodStatus orphan"},
 				keep: []types.UID{"orphan"}, orphans: 1, extra: 1},
 		},
 		{
 			name:         "an orphan that cannot be stopped is not removed",
 			sourcesReady: true,
 			rt:           &scriptedRuntime{pods: running("orphan"), killErr: errors.New("boom")},
-			want: want{calls: []string{"GetPods", "OrphanedPodDirs"}, bg: []string{"GetPodStatus orphan", "KillPod orphan"},
+			want: want{calls: []string{"GetPods", "CleanupOrphanedPodDirs"}, bg: []string{"GetPodStatus orphan", "KillPod orphan"},
 				keep: []types.UID{"orphan"}, orphans: 1, extra: 1},
 		},
 		{
@@ -229,18 +226,16 @@ func TestHousekeeping(t *testing.T) {
 	}
 }
 
-// Housekeeping removes the directories the runtime manager calls orphaned.
-func TestHousekeepingRemovesOrphanedDirs(t *testing.T) {
-	dir := t.TempDir()
-	orphan := filepath.Join(dir, "pods", "gone")
-	if err := os.MkdirAll(filepath.Join(orphan, "volumes"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rt := &scriptedRuntime{dirs: []string{orphan}}
-	d := NewDispatcher(DispatcherConfig{Pods: podmanager.NewManager(), Workers: &fakeWorkers{states: map[types.UID]podworkers.PodState{}}, Runtime: rt})
+// Housekeeping has the runtime manager clean up the directories of every
+// pod that is neither wanted nor on the runtime.
+func TestHousekeepingKeepsKnownAndRunningPodDirs(t *testing.T) {
+	pods := podmanager.NewManager()
+	pods.AddOrUpdate(mkPod("known", "known", nil))
+	rt := &scriptedRuntime{pods: []*kuberuntime.RunningPod{{UID: "running", Name: "r", Namespace: "default"}}}
+	d := NewDispatcher(DispatcherConfig{Pods: pods, Workers: &fakeWorkers{states: map[types.UID]podworkers.PodState{}}, Runtime: rt})
 	d.HandleHousekeeping(context.Background())
-	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
-		t.Fatalf("orphaned directory still there: %v", err)
+	if want := map[types.UID]bool{"known": true, "running": true}; !reflect.DeepEqual(rt.keep, want) {
+		t.Fatalf("directories kept for %v, want %v", rt.keep, want)
 	}
 }
 

@@ -132,7 +132,7 @@ func (noRuntime) GetPodStatus(context.Context, types.UID, string, string) (*kube
 }
 func (noRuntime) KillPod(context.Context, *v1.Pod, *kuberuntime.PodStatus, *int64) error { return nil }
 func (noRuntime) RemovePod(context.Context, *kuberuntime.PodStatus) error                { return nil }
-func (noRuntime) OrphanedPodDirs(map[types.UID]bool) []string                            { return nil }
+func (noRuntime) CleanupOrphanedPodDirs(map[types.UID]bool)                              {}
 
 func mkPod(uid, name string, annotations map[string]string) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Name: name, Namespace: "default", Annotations: annotations}}

@@ -18,9 +18,9 @@ import (
 
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/node/containergc"
-	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
+	"github.com/seed-kubelet/kubelet/internal/volume"
 )
 
 // GracePeriod is how long a container of pod gets to stop: the override
@@ -195,7 +195,10 @@ func (m *Manager) RemovePod(ctx context.Context, st *PodStatus) error {
 				return fmt.Errorf("tear down volumes of pod %s/%s: %w", st.Namespace, st.Name, err)
 			}
 		}
-		os.RemoveAll(m.PodDir(st.UID))
+		if err := volume.RemovePodDir(m.PodDir(st.UID)); err != nil {
+			// Housekeeping tries again (CleanupOrphanedPodDirs).
+			klog.InfoS("Pod directory not removed yet", "pod", klog.KRef(st.Namespace, st.Name), "podUID", st.UID, "err", err)
+		}
 		os.RemoveAll(criconfig.PodLogDir(m.cfg.Spec.PodLogsDir, st.Namespace, st.Name, st.UID))
 		if m.cfg.PodCgroups != nil {
 			// Housekeeping retries what is left (processes still exiting).
@@ -214,29 +217,49 @@ func (m *Manager) unlinkContainerLog(podName, ns, name, id string) {
 	os.Remove(filepath.Join(m.cfg.ContainerLogsDir, fmt.Sprintf("%s_%s_%s-%s.log", podName, ns, name, id)))
 }
 
-// OrphanedPodDirs lists pod directories under PodsDir and the pod log root
-// whose UID is not in keep; the caller removes them once no pod runs there.
-// A pod directory with anything mounted below it is never listed.
-func (m *Manager) OrphanedPodDirs(keep map[types.UID]bool) []string {
-	var out []string
-	mounts := mountPoints()
+// CleanupOrphanedPodDirs removes the pod directories under PodsDir and the
+// pod log directories whose UID is not in keep (pods the kubelet knows or
+// the runtime still has), as upstream's housekeeping does. A pod directory
+// first has its volumes torn down (subPath binds and tmpfs mounts left by
+// this or an earlier kubelet process); it is never removed while anything
+// else is mounted below it, nor across a filesystem boundary, and is
+// retried at the next housekeeping.
+func (m *Manager) CleanupOrphanedPodDirs(keep map[types.UID]bool) {
 	if entries, err := os.ReadDir(m.cfg.PodsDir); err == nil {
 		for _, e := range entries {
-			dir := filepath.Join(m.cfg.PodsDir, e.Name())
-			if !keep[types.UID(e.Name())] && !hasMountBelow(mounts, dir) {
-				out = append(out, dir)
+			uid := types.UID(e.Name())
+			if keep[uid] {
+				continue
 			}
+			if err := m.removePodDir(uid); err != nil {
+				klog.V(3).InfoS("Orphaned pod found, but its directory cannot be removed yet", "podUID", uid, "err", err)
+				continue
+			}
+			klog.V(2).InfoS("Removed orphaned pod directory", "podUID", uid)
 		}
 	}
 	if entries, err := os.ReadDir(m.cfg.Spec.PodLogsDir); err == nil {
 		for _, e := range entries {
 			parts := strings.Split(e.Name(), "_")
 			if len(parts) == 3 && !keep[types.UID(parts[2])] {
-				out = append(out, filepath.Join(m.cfg.Spec.PodLogsDir, e.Name()))
+				dir := filepath.Join(m.cfg.Spec.PodLogsDir, e.Name())
+				klog.V(2).InfoS("Removing orphaned pod log directory", "path", dir)
+				if err := os.RemoveAll(dir); err != nil {
+					klog.ErrorS(err, "Cannot remove orphaned pod log directory", "path", dir)
+				}
 			}
 		}
 	}
-	return out
+}
+
+// removePodDir tears down the pod's volumes and removes its directory.
+func (m *Manager) removePodDir(uid types.UID) error {
+	if m.cfg.TearDownVolumes != nil {
+		if err := m.cfg.TearDownVolumes(string(uid)); err != nil {
+			return err
+		}
+	}
+	return volume.RemovePodDir(m.PodDir(uid))
 }
 
 // PruneContainers removes the dead instances of each container beyond the
@@ -277,29 +300,6 @@ func (m *Manager) PruneContainers(ctx context.Context, st *PodStatus, keep int) 
 			klog.V(2).InfoS("Cannot remove dead sandbox", "sandboxID", sb.ID, "err", err)
 		}
 	}
-}
-
-// mountPoints lists the mount points of this mount namespace.
-func mountPoints() []string {
-	mounts, err := hostinfo.LocalHost().Mounts(nil)
-	if err != nil {
-		klog.V(2).InfoS("Cannot read the mount table", "err", err)
-		return nil
-	}
-	out := make([]string, len(mounts))
-	for i, m := range mounts {
-		out[i] = m.Mountpoint
-	}
-	return out
-}
-
-func hasMountBelow(mounts []string, dir string) bool {
-	for _, m := range mounts {
-		if m == dir || strings.HasPrefix(m, dir+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // RestoredPod rebuilds what the kubelet knows of a pod it has no spec for

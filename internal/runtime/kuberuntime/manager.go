@@ -58,8 +58,9 @@ type Config struct {
 	CleanLogs func(ctx context.Context, containerID string) error
 	// Mounts computes extra mounts for a container (volumes); may be nil.
 	Mounts func(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error)
-	// TearDownVolumes unmounts what Mounts mounted for a pod (tmpfs
-	// emptyDirs) before its directory is removed; may be nil.
+	// TearDownVolumes unmounts what Mounts mounted for a pod (subPath
+	// binds, tmpfs) before its directory is removed, for pods of this or
+	// an earlier kubelet process; may be nil.
 	TearDownVolumes func(uid string) error
 	// RunHook runs a postStart or preStop handler within timeout; nil
 	// means lifecycle hooks are not run.

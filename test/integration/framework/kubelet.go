@@ -11,12 +11,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -149,6 +152,10 @@ cgroupRoot: %s
 	t.Cleanup(func() {
 		k.Stop()
 		RemovePodsOfNode(t, k.NodeName)
+		// A stopped kubelet leaves its pods' mounts (tmpfs volumes,
+		// subPath binds) in place, as upstream's does; the pods are gone
+		// now, so the test's directories can go too.
+		UnmountBelow(t, k.RootDir)
 		if t.Failed() {
 			if data, err := os.ReadFile(k.LogPath); err == nil {
 				t.Logf("kubelet log (last 60 lines):\n%s", Tail(string(data), 60))
@@ -156,6 +163,22 @@ cgroupRoot: %s
 		}
 	})
 	return k
+}
+
+// UnmountBelow unmounts everything mounted at or below dir, deepest first.
+func UnmountBelow(t testing.TB, dir string) {
+	t.Helper()
+	ms, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	if err != nil {
+		t.Errorf("cleanup: read the mount table: %v", err)
+		return
+	}
+	sort.Slice(ms, func(i, j int) bool { return len(ms[i].Mountpoint) > len(ms[j].Mountpoint) })
+	for _, m := range ms {
+		if err := unix.Unmount(m.Mountpoint, unix.MNT_DETACH); err != nil {
+			t.Errorf("cleanup: unmount %s: %v", m.Mountpoint, err)
+		}
+	}
 }
 
 // Tail returns the last n lines of s.
