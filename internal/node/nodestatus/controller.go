@@ -135,7 +135,8 @@ func (c *Controller) setNode(n *v1.Node) {
 }
 
 // Trigger asks for an update now instead of at the next tick (for example
-// when PLEG turns unhealthy). It never blocks.
+// when PLEG turns unhealthy), or for a registration attempt now instead of
+// at the end of the back-off. It never blocks.
 func (c *Controller) Trigger() {
 	select {
 	case c.trigger <- struct{}{}:
@@ -181,6 +182,9 @@ func nextRegisterDelay(d time.Duration) time.Duration {
 	return min(2*d, registerMaxDelay)
 }
 
+// sleep waits d between registration attempts; a Trigger ends it early
+// (new credentials after TLS bootstrap, for example, so that the Node is
+// registered at once instead of after up to registerMaxDelay).
 func (c *Controller) sleep(ctx context.Context, d time.Duration) bool {
 	t := c.clock.NewTimer(d)
 	defer t.Stop()
@@ -188,6 +192,8 @@ func (c *Controller) sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	case <-t.C():
+		return true
+	case <-c.trigger:
 		return true
 	}
 }

@@ -430,3 +430,45 @@ func TestControllerRunReregistersOnTrigger(t *testing.T) {
 		t.Fatal("Run did not return after cancel")
 	}
 }
+
+// TestControllerRegistrationRetryWakesOnTrigger: a registration that failed
+// (no credentials yet during TLS bootstrap) is retried at once on Trigger
+// rather than at the end of its back-off.
+func TestControllerRegistrationRetryWakesOnTrigger(t *testing.T) {
+	h := newHarness(t, true)
+	var fail sync.Mutex
+	failing := true
+	h.client.PrependReactor("create", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		fail.Lock()
+		defer fail.Unlock()
+		if failing {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "node-a", errors.New("anonymous"))
+		}
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := h.client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	go h.ctrl.Run(ctx)
+	// Wait until the first attempt failed and it sleeps its back-off; the
+	// fake clock never moves, so only a Trigger can wake it.
+	for !h.clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	fail.Lock()
+	failing = false
+	fail.Unlock()
+	h.ctrl.Trigger()
+	select {
+	case ev := <-w.ResultChan():
+		if ev.Type != watch.Added {
+			t.Fatalf("watch event %s, want ADDED", ev.Type)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Node was not registered after Trigger")
+	}
+}
