@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -28,6 +29,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/api/server"
 	"github.com/seed-kubelet/kubelet/internal/api/streaming"
 	"github.com/seed-kubelet/kubelet/internal/app/options"
+	"github.com/seed-kubelet/kubelet/internal/certificate"
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 	"github.com/seed-kubelet/kubelet/internal/metrics"
@@ -106,8 +108,12 @@ func Run(ctx context.Context, o *options.Options) error {
 	var cl *clients
 	var inputs *podinputs.Source
 	var mirrors *mirror.Manager
+	var identity *certificate.Client
 	if flags.KubeConfig != "" {
-		if cl, err = newClients(flags.KubeConfig, cfg); err != nil {
+		if identity, err = startClientCertificate(ctx, flags, cfg, nodeName, clk); err != nil {
+			return err
+		}
+		if cl, err = newClients(identity.Config, cfg); err != nil {
 			return err
 		}
 		recorder = eventRecorder(ctx, cl.events, nodeName)
@@ -127,6 +133,7 @@ func Run(ctx context.Context, o *options.Options) error {
 		return err
 	}
 	node := &nodeState{}
+	onNewClientCertificate(identity, node.triggerStatus)
 	if cl != nil {
 		mirrors = mirror.NewManager(mirror.New(mirror.Config{Client: cl.main, NodeName: nodeName, NodeUID: node.uid}), podMgr)
 	}
@@ -250,6 +257,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err := startServers(ctx, serverDeps{
 		cfg: cfg, flags: flags, nodeName: nodeName, hostIPs: hostIPs, clock: clk, checks: checks,
 		client: client, pods: podMgr, statuses: statusMgr, runtime: runtimeMgr, api: apiClient, stats: statsProvider,
+		node: node, collectors: clientCertificateCollectors(identity),
 	}); err != nil {
 		return err
 	}
@@ -364,7 +372,7 @@ type serverDeps struct {
 	flags    options.KubeletFlags
 	nodeName string
 	hostIPs  []string
-	clock    clock.Clock
+	clock    clock.WithTicker
 	checks   []server.HealthCheck
 	client   *cri.Client
 	pods     *podmanager.Manager
@@ -372,8 +380,13 @@ type serverDeps struct {
 	runtime  *kuberuntime.Manager
 	stats    *stats.Provider
 	// api is the API server client (nil in standalone mode) for webhook
-	// authentication and authorization.
+	// authentication and authorization, and serving certificate requests.
 	api kubeclient.Interface
+	// node is the Node whose addresses a requested serving certificate
+	// holds.
+	node *nodeState
+	// collectors are more metrics for /metrics (the client certificate's).
+	collectors []prometheus.Collector
 }
 
 // startServers starts the healthz port, the read-only port and the
@@ -386,6 +399,17 @@ func startServers(ctx context.Context, d serverDeps) error {
 			return err
 		}
 	}
+	// The kubelet API's certificate (requested, from files or
+	// self-signed), set up first for its metrics.
+	serveAPI := derefBool(cfg.EnableServer, true) && cfg.Port > 0
+	var serving *certificate.Serving
+	if serveAPI {
+		var err error
+		if serving, err = startServingCertificate(ctx, d, d.node); err != nil {
+			return err
+		}
+		d.collectors = append(d.collectors, serving.Collectors()...)
+	}
 	statsProvider := d.stats
 	logsCfg := logs.Config{Pods: d.pods, Runtime: d.client.Runtime, Statuses: d.statuses, Clock: d.clock}
 	resourceRegistry := prometheus.NewRegistry()
@@ -393,7 +417,7 @@ func startServers(ctx context.Context, d serverDeps) error {
 	apiCfg := server.APIConfig{
 		Pods: d.pods, Statuses: d.statuses, Checks: d.checks, Config: cfg,
 		RunningPods:   func(ctx context.Context) ([]v1.Pod, error) { return runningPods(ctx, d.runtime) },
-		Metrics:       promhttp.HandlerFor(metrics.NewRegistry(append(append(pleg.Collectors(), imagegc.Collectors()...), eviction.Collectors()...)...), promhttp.HandlerOpts{}),
+		Metrics:       promhttp.HandlerFor(metrics.NewRegistry(slices.Concat(pleg.Collectors(), imagegc.Collectors(), eviction.Collectors(), d.collectors)...), promhttp.HandlerOpts{}),
 		Summary:       statsProvider.SummaryHandler(),
 		ContainerLogs: logs.ContainerLogsHandler(logsCfg),
 		NodeLogs:      logs.NodeLogsHandler(logsCfg),
@@ -411,7 +435,7 @@ func startServers(ctx context.Context, d serverDeps) error {
 			return err
 		}
 	}
-	if !derefBool(cfg.EnableServer, true) || cfg.Port <= 0 {
+	if !serveAPI {
 		return nil
 	}
 	filter, err := auth.New(auth.Config{Authentication: cfg.Authentication, Authorization: cfg.Authorization, Client: d.api, NodeName: d.nodeName, Clock: d.clock})
@@ -419,8 +443,7 @@ func startServers(ctx context.Context, d serverDeps) error {
 		return fmt.Errorf("kubelet API on port %d: %w (in standalone mode set authentication.webhook.enabled=false and authorization.mode=AlwaysAllow, or enableServer=false)", cfg.Port, err)
 	}
 	tlsCfg, err := server.TLSConfig(server.TLSOptions{
-		CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, CertDir: d.flags.CertDirectory,
-		Hostname: d.nodeName, IPs: d.hostIPs, MinVersion: cfg.TLSMinVersion, CipherSuites: cfg.TLSCipherSuites,
+		GetCertificate: serving.GetCertificate, MinVersion: cfg.TLSMinVersion, CipherSuites: cfg.TLSCipherSuites,
 		ClientCAs: filter.ClientCAs(),
 	})
 	if err != nil {

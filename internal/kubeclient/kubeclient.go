@@ -172,17 +172,28 @@ func NewForConfig(c *rest.Config) (*Client, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
+	httpClient, err := rest.HTTPClientFor(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	return NewForConfigAndClient(&cfg, httpClient)
+}
+
+// NewForConfigAndClient is NewForConfig over an existing http.Client (whose
+// connections the caller then owns), as client-go's.
+func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Client, error) {
+	cfg := *c
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
 	if cfg.RateLimiter == nil && cfg.QPS > 0 {
 		if cfg.Burst <= 0 {
 			return nil, fmt.Errorf("burst is required to be greater than 0 when RateLimiter is not set and QPS is set to greater than 0")
 		}
 		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 	}
-	httpClient, err := rest.HTTPClientFor(&cfg)
-	if err != nil {
-		return nil, err
-	}
 	var out Client
+	var err error
 	for _, g := range []struct {
 		dst     *rest.Interface
 		gv      schema.GroupVersion

@@ -92,6 +92,9 @@ var SupportedConfigFields = map[string]bool{
 	"enableDebuggingHandlers":        true,
 	"enableProfilingHandler":         true,
 	"streamingConnectionIdleTimeout": true,
+	// Certificates (internal/certificate).
+	"rotateCertificates": true,
+	"serverTLSBootstrap": true,
 	// Garbage collection and log rotation.
 	"imageGCHighThresholdPercent": true,
 	"imageGCLowThresholdPercent":  true,
