@@ -264,14 +264,20 @@ func (m *Manager) nextDeadline() time.Time {
 		m.force = false
 		return now
 	}
-	m.mu.RLock()
-	cert, jitter := m.cert, m.jitter
-	m.mu.RUnlock()
-	var leaf *x509.Certificate
-	if cert != nil {
-		leaf = cert.Leaf
-	}
+	leaf, jitter, _ := m.snapshot()
 	return rotationDeadline(now, leaf, satisfies(leaf, m.cfg.Template()), m.cfg.Rotate, jitter)
+}
+
+// snapshot is the current certificate's leaf (nil without one), its
+// jitter and the template last requested.
+func (m *Manager) snapshot() (*x509.Certificate, float64, *x509.CertificateRequest) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var leaf *x509.Certificate
+	if m.cert != nil {
+		leaf = m.cert.Leaf
+	}
+	return leaf, m.jitter, m.lastRequested
 }
 
 // rotationDeadline decides when a certificate is replaced: now when there
@@ -326,13 +332,7 @@ func (m *Manager) templateChanged() bool {
 	if tmpl == nil {
 		return false
 	}
-	m.mu.RLock()
-	cert, last := m.cert, m.lastRequested
-	m.mu.RUnlock()
-	var leaf *x509.Certificate
-	if cert != nil {
-		leaf = cert.Leaf
-	}
+	leaf, _, last := m.snapshot()
 	return !satisfies(leaf, tmpl) && !reflect.DeepEqual(tmpl, last)
 }
 

@@ -390,15 +390,6 @@ func adminClient(t *testing.T) kubernetes.Interface {
 	return cs
 }
 
-func nodeReady(n *v1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func waitNodeReady(t *testing.T, cs kubernetes.Interface, name string, timeout time.Duration) *v1.Node {
 	t.Helper()
 	var node *v1.Node
@@ -408,9 +399,25 @@ func waitNodeReady(t *testing.T, cs kubernetes.Interface, name string, timeout t
 			return false, err
 		}
 		node = n
-		return nodeReady(n), fmt.Errorf("conditions %v", n.Status.Conditions)
+		return framework.NodeReady(n), fmt.Errorf("conditions %v", n.Status.Conditions)
 	})
 	return node
+}
+
+// sleeperPod is a busybox pod running command (sleep by default) with a
+// short grace period.
+func sleeperPod(name string, command ...string) *v1.Pod {
+	if len(command) == 0 {
+		command = []string{"sleep", "3600"}
+	}
+	grace := int64(2)
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: v1.PodSpec{
+			TerminationGracePeriodSeconds: &grace,
+			Containers:                    []v1.Container{{Name: "main", Image: ifw.BusyboxImage, ImagePullPolicy: v1.PullIfNotPresent, Command: command}},
+		},
+	}
 }
 
 // lines returns the non-empty lines of s.

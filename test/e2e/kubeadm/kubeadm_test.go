@@ -86,14 +86,7 @@ func TestKubeadmInitAndJoin(t *testing.T) {
 
 	// A pod the scheduler places on the worker (the control plane is
 	// tainted) runs; logs and exec go through the API server to it.
-	pod := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default"},
-		Spec: v1.PodSpec{
-			TerminationGracePeriodSeconds: ptrInt64(2),
-			Containers: []v1.Container{{Name: "main", Image: ifw.BusyboxImage, ImagePullPolicy: v1.PullIfNotPresent,
-				Command: []string{"sh", "-c", "echo hello from the joined node; sleep 3600"}}},
-		},
-	}
+	pod := sleeperPod("hello", "sh", "-c", "echo hello from the joined node; sleep 3600")
 	ifw.Eventually(t, time.Minute, 200*time.Millisecond, "default service account", func() (bool, error) {
 		_, err := c.admin.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, err
@@ -270,5 +263,3 @@ func removeAllPods(t *testing.T, endpoint string) {
 		}
 	}
 }
-
-func ptrInt64(v int64) *int64 { return &v }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	certutil "k8s.io/client-go/util/cert"
 
+	"github.com/seed-kubelet/kubelet/test/e2e/framework"
 	ifw "github.com/seed-kubelet/kubelet/test/integration/framework"
 )
 
@@ -55,16 +56,8 @@ func TestKubeadmClientCertificateRotation(t *testing.T) {
 	node := waitNodeReady(t, c.admin, c.cpName, 2*time.Minute)
 
 	// A pod on the control-plane node, besides the static pods.
-	pod := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "steady", Namespace: "default"},
-		Spec: v1.PodSpec{
-			NodeName:                      c.cpName,
-			TerminationGracePeriodSeconds: ptrInt64(2),
-			Tolerations:                   []v1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Effect: v1.TaintEffectNoSchedule}},
-			Containers: []v1.Container{{Name: "main", Image: ifw.BusyboxImage, ImagePullPolicy: v1.PullIfNotPresent,
-				Command: []string{"sleep", "3600"}}},
-		},
-	}
+	pod := sleeperPod("steady")
+	pod.Spec.NodeName = c.cpName
 	ifw.Eventually(t, time.Minute, 200*time.Millisecond, "default service account", func() (bool, error) {
 		_, err := c.admin.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, err
@@ -185,7 +178,7 @@ func watchNode(ctx context.Context, t *testing.T, c *cluster, uid types.UID) *no
 						if string(n.UID) != o.uid || ev.Type == watch.Deleted {
 							o.reRegister = true
 						}
-						if !nodeReady(n) {
+						if !framework.NodeReady(n) {
 							o.notReady = append(o.notReady, fmt.Sprintf("%v: %v", time.Now().Format(time.TimeOnly), n.Status.Conditions))
 						}
 					})
