@@ -5,7 +5,8 @@
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet
 #                            k8s.io/kubernetes v1.36.3 (module test/tools/kubernetes)
 # The upstream kubelet lands in _output/bin/kubelet-upstream, so that nothing
-# mistakes it for ours. For hack/conformance.sh it also builds upstream's e2e
+# mistakes it for ours. kubeadm (same module) drives test/e2e's kubeadm
+# init/join tests and their control-plane images (hack/kubeadm-images.sh). For hack/conformance.sh it also builds upstream's e2e
 # suite (e2e.test, `go test -c` of k8s.io/kubernetes/test/e2e), the ginkgo
 # CLI that runs it in parallel, and agnhost and nonewprivs, programs of
 # upstream's test images (hack/conformance.sh packages them into images).
@@ -15,8 +16,9 @@
 # (kube-apiserver alone about 5 on 2 cores); later ones hit the Go build cache.
 #
 # Usage: hack/build-cluster-tools.sh [NAME...]
-#   (default: all but e2e.test, agnhost, nonewprivs and ginkgo, which only
-#   hack/conformance.sh needs)
+#   (default: all but kubeadm, which only the kubeadm e2e tests need, and
+#   e2e.test, agnhost, nonewprivs and ginkgo, which only hack/conformance.sh
+#   needs)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
@@ -54,6 +56,7 @@ EOF
   # Built only when named (hack/conformance.sh does).
   [[ ${1:-} == all ]] || return 0
   cat <<EOF
+kubeadm ${KUBE_MODULE} k8s.io/kubernetes/cmd/kubeadm
 e2e.test ${KUBE_MODULE} k8s.io/kubernetes/test/e2e
 agnhost ${KUBE_MODULE} k8s.io/kubernetes/test/images/agnhost
 nonewprivs ${KUBE_MODULE} k8s.io/kubernetes/test/images/nonewprivs

@@ -32,9 +32,11 @@ step integration-containerd2 env CONTAINER_RUNTIME_ENDPOINT=unix:///run/containe
   go test -tags integration -count=1 -p 1 -timeout 25m ./test/integration/... ./internal/node/stats/... ./internal/api/streaming/...
 # Cluster mode against a real control plane built from k8s.io/kubernetes.
 step vet-e2e go vet -tags e2e ./test/e2e/...
-step cluster-tools bash hack/build-cluster-tools.sh etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
+step vet-e2e-rotation go vet -tags "e2e rotation" ./test/e2e/kubeadm/
+step cluster-tools bash hack/build-cluster-tools.sh etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubeadm
 step control-plane bash hack/start-control-plane.sh
-step e2e go test -tags e2e -count=1 -p 1 -timeout 30m ./test/e2e/...
+# test/e2e/kubeadm (kubeadm init and join, about 2 minutes) runs last.
+step e2e go test -tags e2e -count=1 -p 1 -timeout 35m ./test/e2e/...
 
 if ((${#failed[@]})); then
   echo "FAILED: ${failed[*]}" >&2

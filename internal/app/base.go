@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/app/options"
+	"github.com/seed-kubelet/kubelet/internal/certificate"
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 	"github.com/seed-kubelet/kubelet/internal/metrics"
@@ -31,7 +32,10 @@ type base struct {
 	cri     *cri.Client
 	version *runtimeapi.VersionResponse
 	// api is nil in standalone mode.
-	api      *clients
+	api *clients
+	// identity is the kubelet's client certificate (TLS bootstrap and
+	// rotation); nil in standalone mode.
+	identity *certificate.Client
 	recorder events.Recorder
 }
 
@@ -55,15 +59,21 @@ func connect(ctx context.Context, o *options.Options, host hostInfo) (*base, err
 	}
 	klog.InfoS("Container runtime initialized", "containerRuntime", version.RuntimeName, "version", version.RuntimeVersion, "apiVersion", version.RuntimeApiVersion)
 	var api *clients
+	var identity *certificate.Client
 	var recorder events.Recorder = events.LogRecorder{}
 	if o.Flags.KubeConfig != "" {
-		if api, err = newClients(o.Flags.KubeConfig, cfg); err != nil {
+		if identity, err = startClientCertificate(ctx, o.Flags, cfg, host.nodeName, clk); err != nil {
+			client.Close()
+			return nil, err
+		}
+		if api, err = newClients(identity.Config, cfg); err != nil {
 			client.Close()
 			return nil, err
 		}
 		recorder = eventRecorder(ctx, api.events, host.nodeName)
 	}
-	return &base{cfg: cfg, flags: o.Flags, host: host, clock: clk, metrics: m, cri: client, version: version, api: api, recorder: recorder}, nil
+	return &base{cfg: cfg, flags: o.Flags, host: host, clock: clk, metrics: m, cri: client, version: version,
+		api: api, identity: identity, recorder: recorder}, nil
 }
 
 // apiClient is the main API client, nil in standalone mode.

@@ -2,12 +2,10 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
@@ -23,11 +21,9 @@ type clients struct {
 	main, events, heartbeat kubeclient.Interface
 }
 
-func newClients(kubeconfig string, cfg *kubeletconfig.KubeletConfiguration) (*clients, error) {
-	base, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
-	}
+// newClients builds the three clients from the kubelet's credentials.
+func newClients(creds *rest.Config, cfg *kubeletconfig.KubeletConfiguration) (*clients, error) {
+	base := rest.CopyConfig(creds)
 	base.UserAgent = "kubelet/" + options.Version + " (linux) seed-kubelet"
 	if cfg.ContentType != "" {
 		base.ContentType = cfg.ContentType
@@ -39,6 +35,7 @@ func newClients(kubeconfig string, cfg *kubeletconfig.KubeletConfiguration) (*cl
 		return kubeclient.NewForConfig(c)
 	}
 	var out clients
+	var err error
 	if out.main, err = mk(func(c *rest.Config) {
 		c.QPS = float32(derefInt32(cfg.KubeAPIQPS))
 		c.Burst = int(cfg.KubeAPIBurst)

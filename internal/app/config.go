@@ -156,7 +156,7 @@ func evictionSettings(cfg *kubeletconfig.KubeletConfiguration, host hostInfo) (e
 		// localStorageCapacityIsolation: emptyDir sizeLimits and
 		// ephemeral-storage limits evict, as upstream (default true).
 		LocalStorageCapacityIsolation: cfg.LocalStorageCapacityIsolation == nil || *cfg.LocalStorageCapacityIsolation,
-		Thresholds: thresholds, PressureTransitionPeriod: cfg.EvictionPressureTransitionPeriod.Duration,
+		Thresholds:                    thresholds, PressureTransitionPeriod: cfg.EvictionPressureTransitionPeriod.Duration,
 		MaxPodGracePeriodSeconds: int64(cfg.EvictionMaxPodGracePeriod),
 		KernelMemcgNotification:  cfg.KernelMemcgNotification, MemoryCgroup: host.cgroups.Mounts["memory"],
 	}, nil

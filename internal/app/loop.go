@@ -104,14 +104,14 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 		source := nodestatus.NewSource(nodestatus.SourceConfig{
 			Static: node.static, Runtime: b.cri.Runtime, Images: b.cri.Image, PLEG: plegLoop, Pressure: evictionMgr,
 		})
-		cluster = newClusterParts(b, node, p, workers, source, evictionMgr.ConditionsChanged())
+		cluster = newClusterParts(b, node, p, workers, source, nodeStatusWake(ctx, b.identity, evictionMgr.ConditionsChanged()))
 		dc.Mirrors, dc.StatusChanged, dc.Reject = p.mirrors, p.statuses.Kick, cluster.targets.Reject
 	}
 	return &loopParts{
 		b: b, pods: p, workers: workers, containerGC: containerGC, pleg: plegLoop, health: health,
 		stats: statsProvider, eviction: evictionMgr, dispatcher: syncloop.NewDispatcher(dc), cluster: cluster,
 		servers: serverConfig{
-			pods: p.pods, statuses: p.statuses, runtime: p.runtime, stats: statsProvider,
+			pods: p.pods, statuses: p.statuses, runtime: p.runtime, stats: statsProvider, node: node.latest,
 			checks: []server.HealthCheck{
 				{Name: "ping", Check: func() error { return nil }},
 				{Name: "pleg", Check: plegLoop.HealthCheck},

@@ -14,6 +14,8 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/api/logs"
 	"github.com/seed-kubelet/kubelet/internal/api/server"
 	"github.com/seed-kubelet/kubelet/internal/api/streaming"
+	"github.com/seed-kubelet/kubelet/internal/certificate"
+	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
 	"github.com/seed-kubelet/kubelet/internal/node/stats"
 	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
 	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
@@ -27,6 +29,8 @@ type serverConfig struct {
 	statuses *statusmanager.Manager
 	runtime  *kuberuntime.Manager
 	stats    *stats.Provider
+	// node holds the addresses a requested serving certificate is for.
+	node *nodestatus.Latest
 }
 
 // startServers starts the healthz port, the read-only port and the
@@ -39,13 +43,25 @@ func startServers(ctx context.Context, b *base, s serverConfig) error {
 			return err
 		}
 	}
+	// The kubelet API's certificate (requested, from files or
+	// self-signed), set up first for its metrics.
+	serveAPI := derefBool(cfg.EnableServer, true) && cfg.Port > 0
+	collectors := clientCertificateCollectors(b.identity)
+	var serving *certificate.Serving
+	if serveAPI {
+		var err error
+		if serving, err = startServingCertificate(ctx, b, s.node); err != nil {
+			return err
+		}
+		collectors = append(collectors, serving.Collectors()...)
+	}
 	logsCfg := logs.Config{Pods: s.pods, Runtime: b.cri.Runtime, Statuses: s.statuses, Clock: b.clock}
 	resourceRegistry := prometheus.NewRegistry()
 	resourceRegistry.MustRegister(s.stats.ResourceMetricsCollector())
 	apiCfg := server.APIConfig{
 		Pods: s.pods, Statuses: s.statuses, Checks: s.checks, Config: cfg,
 		RunningPods:   s.runtime.RunningAPIPods,
-		Metrics:       promhttp.HandlerFor(b.metrics.Registry(), promhttp.HandlerOpts{}),
+		Metrics:       promhttp.HandlerFor(b.metrics.Registry(collectors...), promhttp.HandlerOpts{}),
 		Summary:       s.stats.SummaryHandler(),
 		ContainerLogs: logs.ContainerLogsHandler(logsCfg),
 		NodeLogs:      logs.NodeLogsHandler(logsCfg),
@@ -68,7 +84,7 @@ func startServers(ctx context.Context, b *base, s serverConfig) error {
 			return err
 		}
 	}
-	if !derefBool(cfg.EnableServer, true) || cfg.Port <= 0 {
+	if !serveAPI {
 		return nil
 	}
 	filter, err := auth.New(auth.Config{Authentication: cfg.Authentication, Authorization: cfg.Authorization, Client: b.apiClient(), NodeName: b.host.nodeName, Clock: b.clock})
@@ -76,8 +92,7 @@ func startServers(ctx context.Context, b *base, s serverConfig) error {
 		return fmt.Errorf("kubelet API on port %d: %w (in standalone mode set authentication.webhook.enabled=false and authorization.mode=AlwaysAllow, or enableServer=false)", cfg.Port, err)
 	}
 	tlsCfg, err := server.TLSConfig(server.TLSOptions{
-		CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, CertDir: b.flags.CertDirectory,
-		Hostname: b.host.nodeName, IPs: b.host.ips, MinVersion: cfg.TLSMinVersion, CipherSuites: cfg.TLSCipherSuites,
+		GetCertificate: serving.GetCertificate, MinVersion: cfg.TLSMinVersion, CipherSuites: cfg.TLSCipherSuites,
 		ClientCAs: filter.ClientCAs(),
 	})
 	if err != nil {

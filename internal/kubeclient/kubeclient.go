@@ -8,6 +8,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -38,6 +40,7 @@ func init() {
 		coordinationv1.AddToScheme,
 		authenticationv1.AddToScheme,
 		authorizationv1.AddToScheme,
+		certificatesv1.AddToScheme,
 	} {
 		utilruntime.Must(add(Scheme))
 	}
@@ -49,6 +52,7 @@ type Interface interface {
 	CoordinationV1() CoordinationV1Interface
 	AuthenticationV1() AuthenticationV1Interface
 	AuthorizationV1() AuthorizationV1Interface
+	CertificatesV1() CertificatesV1Interface
 }
 
 // CoreV1Interface is the core/v1 subset the kubelet uses.
@@ -139,9 +143,23 @@ type SubjectAccessReviewInterface interface {
 	Create(ctx context.Context, review *authorizationv1.SubjectAccessReview, opts metav1.CreateOptions) (*authorizationv1.SubjectAccessReview, error)
 }
 
+// CertificatesV1Interface: TLS bootstrap and certificate rotation.
+type CertificatesV1Interface interface {
+	CertificateSigningRequests() CertificateSigningRequestInterface
+}
+
+// CertificateSigningRequestInterface requests a certificate and watches
+// for it to be issued.
+type CertificateSigningRequestInterface interface {
+	Create(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, opts metav1.CreateOptions) (*certificatesv1.CertificateSigningRequest, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*certificatesv1.CertificateSigningRequest, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*certificatesv1.CertificateSigningRequestList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
 // Client implements Interface over one RESTClient per group.
 type Client struct {
-	core, coordination, authentication, authorization rest.Interface
+	core, coordination, authentication, authorization, certificates rest.Interface
 }
 
 var _ Interface = (*Client)(nil)
@@ -154,17 +172,28 @@ func NewForConfig(c *rest.Config) (*Client, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
+	httpClient, err := rest.HTTPClientFor(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	return NewForConfigAndClient(&cfg, httpClient)
+}
+
+// NewForConfigAndClient is NewForConfig over an existing http.Client (whose
+// connections the caller then owns), as client-go's.
+func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Client, error) {
+	cfg := *c
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
 	if cfg.RateLimiter == nil && cfg.QPS > 0 {
 		if cfg.Burst <= 0 {
 			return nil, fmt.Errorf("burst is required to be greater than 0 when RateLimiter is not set and QPS is set to greater than 0")
 		}
 		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 	}
-	httpClient, err := rest.HTTPClientFor(&cfg)
-	if err != nil {
-		return nil, err
-	}
 	var out Client
+	var err error
 	for _, g := range []struct {
 		dst     *rest.Interface
 		gv      schema.GroupVersion
@@ -174,6 +203,7 @@ func NewForConfig(c *rest.Config) (*Client, error) {
 		{&out.coordination, coordinationv1.SchemeGroupVersion, "/apis"},
 		{&out.authentication, authenticationv1.SchemeGroupVersion, "/apis"},
 		{&out.authorization, authorizationv1.SchemeGroupVersion, "/apis"},
+		{&out.certificates, certificatesv1.SchemeGroupVersion, "/apis"},
 	} {
 		if *g.dst, err = restClientFor(cfg, g.gv, g.apiPath, httpClient); err != nil {
 			return nil, fmt.Errorf("%s client: %w", g.gv, err)
@@ -202,6 +232,9 @@ func (c *Client) AuthenticationV1() AuthenticationV1Interface {
 
 // AuthorizationV1 returns the authorization.k8s.io/v1 client.
 func (c *Client) AuthorizationV1() AuthorizationV1Interface { return authorizationV1{c.authorization} }
+
+// CertificatesV1 returns the certificates.k8s.io/v1 client.
+func (c *Client) CertificatesV1() CertificatesV1Interface { return certificatesV1{c.certificates} }
 
 type coreV1 struct{ rc rest.Interface }
 
@@ -242,6 +275,12 @@ type authorizationV1 struct{ rc rest.Interface }
 
 func (c authorizationV1) SubjectAccessReviews() SubjectAccessReviewInterface {
 	return &resource[authorizationv1.SubjectAccessReview, *authorizationv1.SubjectAccessReview]{c.rc, "", "subjectaccessreviews"}
+}
+
+type certificatesV1 struct{ rc rest.Interface }
+
+func (c certificatesV1) CertificateSigningRequests() CertificateSigningRequestInterface {
+	return &csrs{resource[certificatesv1.CertificateSigningRequest, *certificatesv1.CertificateSigningRequest]{c.rc, "", "certificatesigningrequests"}}
 }
 
 // object is a pointer to an API type.
@@ -298,12 +337,33 @@ type services struct {
 
 func (s *services) List(ctx context.Context, opts metav1.ListOptions) (*corev1.ServiceList, error) {
 	out := &corev1.ServiceList{}
-	req := s.req(http.MethodGet).VersionedParams(&opts, parameterCodec)
+	err := s.listRequest(opts).Do(ctx).Into(out)
+	return out, err
+}
+
+type csrs struct {
+	resource[certificatesv1.CertificateSigningRequest, *certificatesv1.CertificateSigningRequest]
+}
+
+func (c *csrs) List(ctx context.Context, opts metav1.ListOptions) (*certificatesv1.CertificateSigningRequestList, error) {
+	out := &certificatesv1.CertificateSigningRequestList{}
+	err := c.listRequest(opts).Do(ctx).Into(out)
+	return out, err
+}
+
+func (c *csrs) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	return c.listRequest(opts).Watch(ctx)
+}
+
+// listRequest is a GET of the collection with opts, bounded by
+// opts.TimeoutSeconds as client-go's generated clients do.
+func (r *resource[T, PT]) listRequest(opts metav1.ListOptions) *rest.Request {
+	req := r.req(http.MethodGet).VersionedParams(&opts, parameterCodec)
 	if opts.TimeoutSeconds != nil {
 		req = req.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
 	}
-	err := req.Do(ctx).Into(out)
-	return out, err
+	return req
 }
 
 type serviceAccounts struct {

@@ -13,10 +13,12 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 )
 
@@ -52,6 +54,14 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apiVersion, kind = "authentication.k8s.io/v1", "TokenReview"
 	case strings.HasSuffix(p, "/subjectaccessreviews"):
 		apiVersion, kind = "authorization.k8s.io/v1", "SubjectAccessReview"
+	case strings.HasSuffix(p, "/certificatesigningrequests") && r.URL.Query().Get("watch") == "true":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"type":"ADDED","object":{"kind":"CertificateSigningRequest","apiVersion":"certificates.k8s.io/v1","metadata":{"name":"answer"}}}`+"\n")
+		return
+	case strings.HasSuffix(p, "/certificatesigningrequests") && r.Method == http.MethodGet:
+		apiVersion, kind = "certificates.k8s.io/v1", "CertificateSigningRequestList"
+	case strings.Contains(p, "/certificatesigningrequests"):
+		apiVersion, kind = "certificates.k8s.io/v1", "CertificateSigningRequest"
 	case strings.Contains(p, "/leases"):
 		apiVersion, kind = "coordination.k8s.io/v1", "Lease"
 	case strings.HasSuffix(p, "/services"):
@@ -162,6 +172,18 @@ func TestRequestsMatchTheGeneratedClientset(t *testing.T) {
 			o, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{}, metav1.CreateOptions{})
 			return o.Name, err
 		}, method: "POST", path: "/apis/authorization.k8s.io/v1/subjectaccessreviews", body: true},
+		{name: "create csr", call: func() (string, error) {
+			o, err := c.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{}, metav1.CreateOptions{})
+			return o.Name, err
+		}, method: "POST", path: "/apis/certificates.k8s.io/v1/certificatesigningrequests", body: true},
+		{name: "get csr", call: func() (string, error) {
+			o, err := c.CertificatesV1().CertificateSigningRequests().Get(ctx, "csr-1", metav1.GetOptions{})
+			return o.Name, err
+		}, method: "GET", path: "/apis/certificates.k8s.io/v1/certificatesigningrequests/csr-1"},
+		{name: "list csr by name", call: func() (string, error) {
+			_, err := c.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=csr-1"})
+			return "answer", err
+		}, method: "GET", path: "/apis/certificates.k8s.io/v1/certificatesigningrequests", query: "fieldSelector=metadata.name%3Dcsr-1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,6 +208,25 @@ func TestRequestsMatchTheGeneratedClientset(t *testing.T) {
 				t.Errorf("body Content-Type %q protobuf=%v, want protobuf", got.contentType, got.protobufBody)
 			}
 		})
+	}
+}
+
+func TestWatchCertificateSigningRequests(t *testing.T) {
+	c, api := newTestClient(t, nil)
+	w, err := c.CertificatesV1().CertificateSigningRequests().Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=csr-1", ResourceVersion: "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	ev := <-w.ResultChan()
+	csr, ok := ev.Object.(*certificatesv1.CertificateSigningRequest)
+	if ev.Type != watch.Added || !ok || csr.Name != "answer" {
+		t.Fatalf("event %v %#v, want ADDED of the server's CSR", ev.Type, ev.Object)
+	}
+	got := api.last()
+	if got.method != "GET" || got.path != "/apis/certificates.k8s.io/v1/certificatesigningrequests" ||
+		got.query != "fieldSelector=metadata.name%3Dcsr-1&resourceVersion=7&watch=true" {
+		t.Errorf("watch request %s %s?%s", got.method, got.path, got.query)
 	}
 }
 

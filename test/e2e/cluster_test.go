@@ -44,17 +44,7 @@ func joinNodeNamed(t *testing.T, nodeName string, extraConfig ...string) *node {
 	creds := framework.NodeCredentials(t, nodeName)
 	// As a cluster node: x509 (the apiserver's client certificate) and
 	// webhook authentication, webhook authorization, the node's serving pair.
-	clusterAuth := fmt.Sprintf(`authentication:
-  anonymous:
-    enabled: false
-  webhook:
-    enabled: true
-  x509:
-    clientCAFile: %s
-authorization:
-  mode: Webhook
-tlsCertFile: %s
-tlsPrivateKeyFile: %s`, creds.CACert, creds.ServingCert, creds.ServingKey)
+	clusterAuth := webhookAuth(creds.CACert) + fmt.Sprintf("\ntlsCertFile: %s\ntlsPrivateKeyFile: %s", creds.ServingCert, creds.ServingKey)
 	k := ifw.NewKubeletWithAuth(t, clusterAuth, extraConfig...)
 	k.NodeName = nodeName
 	k.ExtraArgs = append(k.ExtraArgs, "--kubeconfig", creds.Kubeconfig, "--node-ip", "127.0.0.1")
@@ -63,6 +53,21 @@ tlsPrivateKeyFile: %s`, creds.CACert, creds.ServingCert, creds.ServingKey)
 		cp.Client.CoreV1().Nodes().Delete(ctx, k.NodeName, metav1.DeleteOptions{})
 	})
 	return &node{Kubelet: k, client: cp.Client}
+}
+
+// webhookAuth is a cluster node's kubelet API authentication: x509 client
+// certificates from caFile (the API server's) and webhook TokenReview, no
+// anonymous requests, webhook authorization.
+func webhookAuth(caFile string) string {
+	return fmt.Sprintf(`authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: %s
+authorization:
+  mode: Webhook`, caFile)
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -76,14 +81,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 	ifw.Eventually(t, timeout, 100*time.Millisecond, what, cond)
 }
 
-func nodeReady(n *v1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}
+func nodeReady(n *v1.Node) bool { return framework.NodeReady(n) }
 
 // namespace creates a fresh namespace, deleted when the test ends.
 func namespace(t *testing.T, c kubernetes.Interface) string {

@@ -5,35 +5,36 @@ import (
 	"testing"
 )
 
-func TestTLSConfigSelfSignedAndReused(t *testing.T) {
-	dir := t.TempDir()
-	o := TLSOptions{CertDir: dir, Hostname: "node1", IPs: []string{"127.0.0.1"}, MinVersion: "VersionTLS13"}
-	cfg, err := TLSConfig(o)
+func TestTLSConfig(t *testing.T) {
+	served := &tls.Certificate{}
+	get := func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return served, nil }
+	cfg, err := TLSConfig(TLSOptions{GetCertificate: get, MinVersion: "VersionTLS13"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.MinVersion != tls.VersionTLS13 {
 		t.Fatalf("min version %x", cfg.MinVersion)
 	}
-	cert := cfg.Certificates[0].Certificate[0]
-	again, err := TLSConfig(o)
-	if err != nil {
-		t.Fatal(err)
+	if c, _ := cfg.GetCertificate(nil); c != served {
+		t.Fatal("the certificate source is not used")
 	}
-	if string(again.Certificates[0].Certificate[0]) != string(cert) {
-		t.Fatal("the generated certificate was not reused")
+	if cfg.ClientAuth != tls.NoClientCert {
+		t.Fatal("client certificates requested without client CAs")
 	}
 }
 
 func TestTLSConfigRejectsUnknownSettings(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := TLSConfig(TLSOptions{CertDir: dir, Hostname: "n", MinVersion: "VersionTLS99"}); err == nil {
+	get := func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return nil, nil }
+	if _, err := TLSConfig(TLSOptions{}); err == nil {
+		t.Fatal("no certificate source accepted")
+	}
+	if _, err := TLSConfig(TLSOptions{GetCertificate: get, MinVersion: "VersionTLS99"}); err == nil {
 		t.Fatal("unknown TLS version accepted")
 	}
-	if _, err := TLSConfig(TLSOptions{CertDir: dir, Hostname: "n", CipherSuites: []string{"TLS_NOPE"}}); err == nil {
+	if _, err := TLSConfig(TLSOptions{GetCertificate: get, CipherSuites: []string{"TLS_NOPE"}}); err == nil {
 		t.Fatal("unknown cipher suite accepted")
 	}
-	if _, err := TLSConfig(TLSOptions{CertDir: dir, Hostname: "n", CipherSuites: []string{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}}); err != nil {
+	if _, err := TLSConfig(TLSOptions{GetCertificate: get, CipherSuites: []string{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}}); err != nil {
 		t.Fatalf("known cipher suite refused: %v", err)
 	}
 }

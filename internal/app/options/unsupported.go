@@ -95,6 +95,9 @@ var SupportedConfigFields = map[string]bool{
 	"enableSystemLogHandler":         true,
 	"enableDebugFlagsHandler":        true,
 	"streamingConnectionIdleTimeout": true,
+	// Certificates (internal/certificate).
+	"rotateCertificates": true,
+	"serverTLSBootstrap": true,
 	// Garbage collection and log rotation.
 	"imageGCHighThresholdPercent": true,
 	"imageGCLowThresholdPercent":  true,

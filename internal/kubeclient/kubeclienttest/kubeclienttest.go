@@ -25,6 +25,9 @@ func (c clientset) AuthenticationV1() kubeclient.AuthenticationV1Interface {
 func (c clientset) AuthorizationV1() kubeclient.AuthorizationV1Interface {
 	return authorization{c.cs}
 }
+func (c clientset) CertificatesV1() kubeclient.CertificatesV1Interface {
+	return certificates{c.cs}
+}
 
 type core struct{ cs kubernetes.Interface }
 
@@ -57,4 +60,10 @@ type authorization struct{ cs kubernetes.Interface }
 
 func (c authorization) SubjectAccessReviews() kubeclient.SubjectAccessReviewInterface {
 	return c.cs.AuthorizationV1().SubjectAccessReviews()
+}
+
+type certificates struct{ cs kubernetes.Interface }
+
+func (c certificates) CertificateSigningRequests() kubeclient.CertificateSigningRequestInterface {
+	return c.cs.CertificatesV1().CertificateSigningRequests()
 }

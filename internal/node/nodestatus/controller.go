@@ -77,7 +77,8 @@ type Config struct {
 	// reads or sends, for the kubelet's other readers.
 	Latest *Latest
 	// Wake, optional: each receive asks for an update at once (the
-	// eviction manager's ConditionsChanged).
+	// eviction manager's ConditionsChanged, a new client certificate),
+	// or ends a registration back-off early.
 	Wake <-chan struct{}
 }
 
@@ -174,8 +175,20 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
+// sleep waits d between registration attempts; a Wake ends it early (new
+// credentials after TLS bootstrap, for example, so that the Node is
+// registered at once instead of after up to registerMaxDelay).
 func (c *Controller) sleep(ctx context.Context, d time.Duration) bool {
-	return backoff.Sleep(ctx, c.clock, d)
+	t := c.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	case <-c.cfg.Wake:
+		return true
+	}
 }
 
 // waitNext waits for the next tick or a Wake; until the node is first

@@ -441,3 +441,45 @@ func TestControllerRunReregistersOnWake(t *testing.T) {
 		t.Fatal("Run did not return after cancel")
 	}
 }
+
+// TestControllerRegistrationRetryWakesOnWake: a registration that failed
+// (no credentials yet during TLS bootstrap) is retried at once on Wake
+// rather than at the end of its back-off.
+func TestControllerRegistrationRetryWakesOnWake(t *testing.T) {
+	h := newHarness(t, true)
+	var fail sync.Mutex
+	failing := true
+	h.client.PrependReactor("create", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		fail.Lock()
+		defer fail.Unlock()
+		if failing {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "node-a", errors.New("anonymous"))
+		}
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := h.client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	go h.ctrl.Run(ctx)
+	// Wait until the first attempt failed and it sleeps its back-off; the
+	// fake clock never moves, so only a Wake can end it.
+	for !h.clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	fail.Lock()
+	failing = false
+	fail.Unlock()
+	h.wake <- struct{}{}
+	select {
+	case ev := <-w.ResultChan():
+		if ev.Type != watch.Added {
+			t.Fatalf("watch event %s, want ADDED", ev.Type)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Node was not registered after Wake")
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
@@ -89,7 +90,14 @@ func (o *Options) containerEnv(ctx context.Context, in *ContainerInputs) ([]*run
 		links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
 		var err error
 		if serviceEnv, err = o.EnvSource.ServiceEnv(ctx, pod.Namespace, links); err != nil {
-			return nil, nil, fmt.Errorf("service environment variables: %w", err)
+			// A static pod must start without the API server (it may be
+			// the API server): upstream reads services from its informer
+			// and never waits for it to sync for static pods.
+			if !podutil.IsStaticPod(pod) {
+				return nil, nil, fmt.Errorf("service environment variables: %w", err)
+			}
+			klog.V(2).InfoS("Starting static pod without service environment variables", "pod", klog.KObj(pod), "container", c.Name, "err", err)
+			serviceEnv = nil
 		}
 	}
 	refs := &envRefs{src: o.EnvSource, namespace: pod.Namespace, configMaps: map[string]*v1.ConfigMap{}, secrets: map[string]*v1.Secret{}}

@@ -323,3 +323,39 @@ func TestEnvSourceObjectsFetchedOnce(t *testing.T) {
 		t.Errorf("config map fetched %d times, want 1", src.calls)
 	}
 }
+
+// TestEnvServicesUnavailable: a pod from the API server waits for the
+// services, a static pod starts without their variables (kubeadm's control
+// plane is made of static pods that run before there is an API server).
+func TestEnvServicesUnavailable(t *testing.T) {
+	down := errors.New("connection refused")
+	for _, tc := range []struct {
+		name    string
+		source  string
+		wantErr bool
+	}{
+		{"api pod", "api", true},
+		{"file static pod", "file", false},
+		{"http static pod", "http", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := testPod(func(p *v1.Pod) {
+				p.Annotations["kubernetes.io/config.source"] = tc.source
+				p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "A", Value: "1"}}
+			})
+			got, err := envOf(t, ContainerInputs{Pod: p, Container: &p.Spec.Containers[0]}, Options{EnvSource: &fakeEnvSource{servicesErr: down}})
+			if tc.wantErr {
+				if err == nil || !errors.Is(err, down) {
+					t.Fatalf("err = %v, want the services error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ContainerConfig: %v", err)
+			}
+			if !reflect.DeepEqual(got, [][2]string{{"A", "1"}}) {
+				t.Errorf("env = %v, want only A=1", got)
+			}
+		})
+	}
+}

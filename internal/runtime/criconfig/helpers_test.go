@@ -67,7 +67,9 @@ type fakeEnvSource struct {
 	configMaps map[string]map[string]string
 	secrets    map[string]map[string]string
 	services   map[string]string
-	calls      int
+	// servicesErr fails ServiceEnv (the API server is down).
+	servicesErr error
+	calls       int
 }
 
 func (f *fakeEnvSource) ConfigMap(_ context.Context, ns, name string) (*v1.ConfigMap, error) {
@@ -93,6 +95,9 @@ func (f *fakeEnvSource) Secret(_ context.Context, ns, name string) (*v1.Secret, 
 }
 
 func (f *fakeEnvSource) ServiceEnv(_ context.Context, _ string, links bool) (map[string]string, error) {
+	if f.servicesErr != nil {
+		return nil, f.servicesErr
+	}
 	if !links {
 		return map[string]string{"KUBERNETES_SERVICE_HOST": f.services["KUBERNETES_SERVICE_HOST"]}, nil
 	}

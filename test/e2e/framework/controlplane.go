@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -299,4 +300,14 @@ func runScript(timeout time.Duration, combined bool, script string, args ...stri
 		return append(stdout.Bytes(), stderr.Bytes()...), err
 	}
 	return stdout.Bytes(), nil
+}
+
+// NodeReady reports whether the Node's Ready condition is True.
+func NodeReady(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
 }

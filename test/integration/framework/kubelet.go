@@ -230,6 +230,20 @@ func (k *Kubelet) Start() {
 	})
 }
 
+// Running reports whether the kubelet started by Start is still running
+// (the same process).
+func (k *Kubelet) Running() bool {
+	if k.cmd == nil {
+		return false
+	}
+	select {
+	case <-k.exited:
+		return false
+	default:
+		return true
+	}
+}
+
 // Stop stops the kubelet with SIGTERM (pods keep running, as upstream).
 func (k *Kubelet) Stop() { k.signal(syscall.SIGTERM) }
 
