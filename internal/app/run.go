@@ -237,7 +237,8 @@ func Run(ctx context.Context, o *options.Options) error {
 	statsProvider := stats.New(stats.Config{
 		Runtime: client.Runtime, Images: client.Image, Pods: podMgr, NodeName: nodeName,
 		RootDir: flags.RootDirectory, PodLogsDir: cfg.PodLogsDir, Clock: clk,
-		VolumeStatsAggPeriod: cfg.VolumeStatsAggPeriod.Duration,
+		VolumeStatsAggPeriod:  cfg.VolumeStatsAggPeriod.Duration,
+		NodeAllocatableCgroup: containerMgr.NodeAllocatableCgroup(), Machine: cadvisorMachine(flags.RootDirectory),
 	})
 	evictionMgr, err := newEvictionManager(evictionDeps{
 		cfg: cfg, rootDir: flags.RootDirectory, nodeName: nodeName, clock: clk, stats: statsProvider,
@@ -401,6 +402,7 @@ func startServers(ctx context.Context, d serverDeps) error {
 			Pods: d.pods, Runtime: d.client.Runtime, StreamIdleTimeout: cfg.StreamingConnectionIdleTimeout.Duration,
 		}),
 		ResourceMetrics: promhttp.HandlerFor(resourceRegistry, promhttp.HandlerOpts{}),
+		CadvisorMetrics: statsProvider.CadvisorHandler(),
 		ProbeMetrics:    promhttp.HandlerFor(prometheus.NewRegistry(), promhttp.HandlerOpts{}),
 		EnableDebugging: derefBool(cfg.EnableDebuggingHandlers, true),
 		EnableProfiling: derefBool(cfg.EnableProfilingHandler, true),

@@ -29,6 +29,8 @@ type APIConfig struct {
 
 	ContainerLogs, NodeLogs, Streaming, Summary http.Handler
 	Metrics, ResourceMetrics, ProbeMetrics      http.Handler
+	// CadvisorMetrics serves /metrics/cadvisor.
+	CadvisorMetrics http.Handler
 
 	// EnableDebugging installs logs, exec, attach, portForward and run
 	// (enableDebuggingHandlers); EnableProfiling installs /debug/pprof.
@@ -68,6 +70,7 @@ func ReadOnlyMux(cfg APIConfig) *http.ServeMux {
 	handle(mux, "/metrics", cfg.Metrics)
 	handle(mux, "/metrics/resource", cfg.ResourceMetrics)
 	handle(mux, "/metrics/probes", cfg.ProbeMetrics)
+	handle(mux, "/metrics/cadvisor", cfg.CadvisorMetrics)
 	return mux
 }
 

@@ -118,6 +118,7 @@ func (p *Provider) cadvisorScrape(ctx context.Context) *cadvisorScrape {
 		if e.NetPid > 0 {
 			if data, ok := r.read(p.procRoot + "/" + itoa(e.NetPid) + "/net/dev"); ok {
 				s.Networks[i] = parseNetDevFull(data)
+				sort.Slice(s.Networks[i], func(a, b int) bool { return s.Networks[i][a].Name < s.Networks[i][b].Name })
 			}
 		}
 		if e.Root {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -157,6 +158,7 @@ func readRootFilesystems(r *reader, procRoot string) []rootFilesystem {
 		m.Disk = disks[m.MajorMinor]
 		out = append(out, m)
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Device < out[j].Device })
 	return out
 }
 
