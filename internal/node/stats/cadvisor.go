@@ -31,6 +31,12 @@ type Machine struct {
 // and cAdvisor refreshes them only on its 10 s housekeeping too.
 const processSampleAge = 10 * time.Second
 
+// specSampleAge is how long a cgroup's configuration (shares, quota,
+// limits, creation time: the container_spec_* families) is reused; the
+// kubelet changes it rarely (a resize) and cAdvisor re-reads it on its
+// housekeeping only.
+const specSampleAge = time.Minute
+
 // cadvisorEntry is one cgroup exported on /metrics/cadvisor with its labels.
 type cadvisorEntry struct {
 	ID                                     string // the cgroup path: label id
@@ -57,13 +63,19 @@ type cadvisorScrape struct {
 // cadvisorState keeps, between scrapes, what does not change quickly.
 type cadvisorState struct {
 	mu sync.Mutex
-	// procs caches process counts by cgroup path.
+	// procs caches process counts by cgroup path, specs their configuration.
 	procs map[string]procSample
+	specs map[string]specSample
 	// images maps an image ID to its first repo tag (CRI ListImages).
 	images map[string]string
 	// sandboxImage is the runtime's sandbox image, asked once.
 	sandboxImage     string
 	sandboxImageRead bool
+}
+
+type specSample struct {
+	at   time.Time
+	spec cgroupSpec
 }
 
 type procSample struct {
@@ -107,16 +119,20 @@ func (p *Provider) cadvisorScrape(ctx context.Context) *cadvisorScrape {
 	s.Networks = make([][]netDeviceFull, len(entries))
 	kept := entries[:0]
 	for _, e := range entries {
-		c, ok := p.cgroups.readFull(r, e.ID, now)
+		spec := p.cadvisor.spec(e.ID, now)
+		c, ok := p.cgroups.readFull(r, e.ID, now, spec)
 		if !ok {
 			continue // gone since listed
+		}
+		if spec == nil {
+			p.cadvisor.keepSpec(e.ID, c.Spec, now)
 		}
 		i := len(kept)
 		kept = append(kept, e)
 		s.Cgroups = append(s.Cgroups, c)
 		s.Procs[i] = p.processCounts(r, e, now)
 		if e.NetPid > 0 {
-			if data, ok := r.read(p.procRoot + "/" + itoa(e.NetPid) + "/net/dev"); ok {
+			if data, ok := r.read(p.procRoot, itoa(e.NetPid), "net", "dev"); ok {
 				s.Networks[i] = parseNetDevFull(data)
 				sort.Slice(s.Networks[i], func(a, b int) bool { return s.Networks[i][a].Name < s.Networks[i][b].Name })
 			}
@@ -157,11 +173,30 @@ func (p *Provider) processCounts(r *reader, e cadvisorEntry, now time.Time) proc
 	return pc
 }
 
-// prune forgets the process counts of cgroups no longer exported.
+// spec returns the cgroup's kept configuration while it is fresh.
+func (st *cadvisorState) spec(id string, now time.Time) *cgroupSpec {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if s, ok := st.specs[id]; ok && now.Sub(s.at) < specSampleAge {
+		return &s.spec
+	}
+	return nil
+}
+
+func (st *cadvisorState) keepSpec(id string, spec cgroupSpec, now time.Time) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.specs == nil {
+		st.specs = map[string]specSample{}
+	}
+	st.specs[id] = specSample{at: now, spec: spec}
+}
+
+// prune forgets what is kept of cgroups no longer exported.
 func (st *cadvisorState) prune(kept []cadvisorEntry, now time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if len(st.procs) <= len(kept) {
+	if len(st.procs) <= len(kept) && len(st.specs) <= len(kept) {
 		return
 	}
 	live := make(map[string]bool, len(kept))
@@ -171,6 +206,11 @@ func (st *cadvisorState) prune(kept []cadvisorEntry, now time.Time) {
 	for id := range st.procs {
 		if !live[id] {
 			delete(st.procs, id)
+		}
+	}
+	for id := range st.specs {
+		if !live[id] {
+			delete(st.specs, id)
 		}
 	}
 }

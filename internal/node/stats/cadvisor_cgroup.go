@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,7 +32,7 @@ type cgroupFull struct {
 	PgFault, PgMajFault                          uint64
 	OOMKills                                     uint64
 
-	Threads, ThreadsMax uint64
+	Threads uint64
 
 	Spec cgroupSpec
 }
@@ -47,25 +48,36 @@ type cgroupSpec struct {
 	CPUQuota                 int64 // 0: none
 	MemLimit, MemReservation uint64
 	MemSwapLimit             uint64
+	ThreadsMax               uint64 // 0: no limit
 }
 
 // reader reads small cgroup and procfs files with one buffer and plain
 // system calls: a scrape reads thousands of them, and os.ReadFile's
 // allocations and poller registration would double its cost.
-type reader struct{ buf []byte }
+type reader struct{ buf, path []byte }
 
-func newReader() *reader { return &reader{buf: make([]byte, 16<<10)} }
+// atFDCWD is AT_FDCWD (-100) as the system call takes it.
+var atFDCWD = func() uintptr { v := unix.AT_FDCWD; return uintptr(v) }()
 
-// read returns the file's content, valid until the next read.
-func (r *reader) read(p string) ([]byte, bool) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
+func newReader() *reader { return &reader{buf: make([]byte, 16<<10), path: make([]byte, 0, 512)} }
+
+// read returns the content of the file dir/name (dir alone when name is
+// ""), valid until the next read.
+func (r *reader) read(dir string, name ...string) ([]byte, bool) {
+	r.path = append(r.path[:0], dir...)
+	for _, n := range name {
+		r.path = append(append(r.path, '/'), n...)
+	}
+	r.path = append(r.path, 0)
+	fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(&r.path[0])),
+		uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
+	if errno != 0 {
 		return nil, false
 	}
-	defer unix.Close(fd)
+	defer unix.Close(int(fd))
 	n := 0
 	for {
-		m, err := unix.Read(fd, r.buf[n:])
+		m, err := unix.Read(int(fd), r.buf[n:])
 		if err == unix.EINTR {
 			continue
 		}
@@ -83,8 +95,8 @@ func (r *reader) read(p string) ([]byte, bool) {
 }
 
 // uint reads a single-value file; "max" and "-1" read as ok=false.
-func (r *reader) uint(p string) (uint64, bool) {
-	data, ok := r.read(p)
+func (r *reader) uint(dir, name string) (uint64, bool) {
+	data, ok := r.read(dir, name)
 	if !ok {
 		return 0, false
 	}
@@ -115,22 +127,24 @@ func eachKV(data []byte, f func(key string, v uint64)) {
 
 // readFull reads cgroup rel for /metrics/cadvisor; ok is false when the
 // cgroup is gone under every controller.
-func (l cgroupLayout) readFull(r *reader, rel string, now time.Time) (cgroupFull, bool) {
+// spec, when non-nil, is used instead of reading the configuration again.
+func (l cgroupLayout) readFull(r *reader, rel string, now time.Time, spec *cgroupSpec) (cgroupFull, bool) {
 	if l.Unified {
-		return readFullV2(r, filepath.Join(l.Root, rel), isRoot(rel), now)
+		return readFullV2(r, filepath.Join(l.Root, rel), isRoot(rel), now, spec)
 	}
-	return readFullV1(r, l.dir("cpu", rel), l.dir("cpuacct", rel), l.dir("memory", rel), l.dir("pids", rel), isRoot(rel), now)
+	return readFullV1(r, l.dir("cpu", rel), l.dir("cpuacct", rel), l.dir("memory", rel), l.dir("pids", rel), isRoot(rel), now, spec)
 }
 
 // nanosPerTick converts cpuacct.stat's USER_HZ ticks.
 const nanosPerTick = uint64(time.Second) / userHZ
 
-func readFullV1(r *reader, cpuDir, acctDir, memDir, pidsDir string, root bool, now time.Time) (cgroupFull, bool) {
+func readFullV1(r *reader, cpuDir, acctDir, memDir, pidsDir string, root bool, now time.Time, spec *cgroupSpec) (cgroupFull, bool) {
 	c := cgroupFull{Time: now}
+	readSpec := spec == nil
 	if acctDir != "" {
-		if v, ok := r.uint(acctDir + "/cpuacct.usage"); ok {
+		if v, ok := r.uint(acctDir, "cpuacct.usage"); ok {
 			c.HasCPU, c.CPUTotal = true, v
-			if data, ok := r.read(acctDir + "/cpuacct.stat"); ok {
+			if data, ok := r.read(acctDir, "cpuacct.stat"); ok {
 				eachKV(data, func(k string, v uint64) {
 					switch k {
 					case "user":
@@ -140,11 +154,13 @@ func readFullV1(r *reader, cpuDir, acctDir, memDir, pidsDir string, root bool, n
 					}
 				})
 			}
-			c.Spec.Created = ctime(acctDir)
+			if readSpec {
+				c.Spec.Created = ctime(acctDir)
+			}
 		}
 	}
 	if cpuDir != "" && c.HasCPU {
-		if data, ok := r.read(cpuDir + "/cpu.stat"); ok {
+		if data, ok := r.read(cpuDir, "cpu.stat"); ok {
 			eachKV(data, func(k string, v uint64) {
 				switch k {
 				case "nr_periods":
@@ -160,41 +176,50 @@ func readFullV1(r *reader, cpuDir, acctDir, memDir, pidsDir string, root bool, n
 				}
 			})
 		}
-		c.Spec.CPUShares, _ = r.uint(cpuDir + "/cpu.shares")
-		c.Spec.CPUPeriod, _ = r.uint(cpuDir + "/cpu.cfs_period_us")
-		if data, ok := r.read(cpuDir + "/cpu.cfs_quota_us"); ok {
-			if q, err := strconv.ParseInt(string(bytes.TrimSpace(data)), 10, 64); err == nil && q > 0 {
-				c.Spec.CPUQuota = q
+		if readSpec {
+			c.Spec.CPUShares, _ = r.uint(cpuDir, "cpu.shares")
+			c.Spec.CPUPeriod, _ = r.uint(cpuDir, "cpu.cfs_period_us")
+			if data, ok := r.read(cpuDir, "cpu.cfs_quota_us"); ok {
+				if q, err := strconv.ParseInt(string(bytes.TrimSpace(data)), 10, 64); err == nil && q > 0 {
+					c.Spec.CPUQuota = q
+				}
 			}
 		}
 	}
 	if memDir != "" {
-		if v, ok := r.uint(memDir + "/memory.usage_in_bytes"); ok {
+		if v, ok := r.uint(memDir, "memory.usage_in_bytes"); ok {
 			c.HasMemory, c.MemUsage = true, v
-			c.MemMaxUsage, _ = r.uint(memDir + "/memory.max_usage_in_bytes")
-			c.MemFailcnt, _ = r.uint(memDir + "/memory.failcnt")
-			c.MemKernel, _ = r.uint(memDir + "/memory.kmem.usage_in_bytes")
-			if data, ok := r.read(memDir + "/memory.stat"); ok {
+			c.MemMaxUsage, _ = r.uint(memDir, "memory.max_usage_in_bytes")
+			c.MemFailcnt, _ = r.uint(memDir, "memory.failcnt")
+			c.MemKernel, _ = r.uint(memDir, "memory.kmem.usage_in_bytes")
+			if data, ok := r.read(memDir, "memory.stat"); ok {
 				applyFullMemoryStatV1(&c, data)
 			}
-			if data, ok := r.read(memDir + "/memory.oom_control"); ok {
+			if data, ok := r.read(memDir, "memory.oom_control"); ok {
 				eachKV(data, func(k string, v uint64) {
 					if k == "oom_kill" {
 						c.OOMKills = v
 					}
 				})
 			}
-			c.Spec.MemLimit = specLimit(r.uint(memDir + "/memory.limit_in_bytes"))
-			c.Spec.MemReservation = specLimit(r.uint(memDir + "/memory.soft_limit_in_bytes"))
-			c.Spec.MemSwapLimit = specLimit(r.uint(memDir + "/memory.memsw.limit_in_bytes"))
-			if c.Spec.Created.IsZero() {
-				c.Spec.Created = ctime(memDir)
+			if readSpec {
+				c.Spec.MemLimit = specLimit(r.uint(memDir, "memory.limit_in_bytes"))
+				c.Spec.MemReservation = specLimit(r.uint(memDir, "memory.soft_limit_in_bytes"))
+				c.Spec.MemSwapLimit = specLimit(r.uint(memDir, "memory.memsw.limit_in_bytes"))
+				if c.Spec.Created.IsZero() {
+					c.Spec.Created = ctime(memDir)
+				}
 			}
 		}
 	}
 	if pidsDir != "" && !root {
-		c.Threads, _ = r.uint(pidsDir + "/pids.current")
-		c.ThreadsMax, _ = r.uint(pidsDir + "/pids.max")
+		c.Threads, _ = r.uint(pidsDir, "pids.current")
+		if readSpec {
+			c.Spec.ThreadsMax, _ = r.uint(pidsDir, "pids.max")
+		}
+	}
+	if !readSpec {
+		c.Spec = *spec
 	}
 	return c, c.HasCPU || c.HasMemory
 }
@@ -233,9 +258,9 @@ func specLimit(v uint64, ok bool) uint64 {
 	return v
 }
 
-func readFullV2(r *reader, dir string, root bool, now time.Time) (cgroupFull, bool) {
+func readFullV2(r *reader, dir string, root bool, now time.Time, spec *cgroupSpec) (cgroupFull, bool) {
 	c := cgroupFull{Time: now}
-	if data, ok := r.read(dir + "/cpu.stat"); ok {
+	if data, ok := r.read(dir, "cpu.stat"); ok {
 		eachKV(data, func(k string, v uint64) {
 			switch k {
 			case "usage_usec":
@@ -258,16 +283,16 @@ func readFullV2(r *reader, dir string, root bool, now time.Time) (cgroupFull, bo
 		})
 	}
 	if c.HasCPU && !root {
-		if w, ok := r.uint(dir + "/cpu.weight"); ok {
+		if w, ok := r.uint(dir, "cpu.weight"); ok {
 			c.Spec.CPUShares = weightToShares(w)
 		}
-		if data, ok := r.read(dir + "/cpu.max"); ok {
+		if data, ok := r.read(dir, "cpu.max"); ok {
 			c.Spec.CPUQuota, c.Spec.CPUPeriod = parseCPUMax(data)
 		}
 	} else if c.HasCPU {
 		c.Spec.CPUShares, c.Spec.CPUPeriod = 1024, 100000
 	}
-	if data, ok := r.read(dir + "/memory.stat"); ok {
+	if data, ok := r.read(dir, "memory.stat"); ok {
 		c.HasMemory = true
 		var slab uint64
 		eachKV(data, func(k string, v uint64) {
@@ -297,14 +322,14 @@ func readFullV2(r *reader, dir string, root bool, now time.Time) (cgroupFull, bo
 		}
 	}
 	if !root {
-		if v, ok := r.uint(dir + "/memory.current"); ok {
+		if v, ok := r.uint(dir, "memory.current"); ok {
 			c.HasMemory, c.MemUsage = true, v
 		}
-		c.MemMaxUsage, _ = r.uint(dir + "/memory.peak")
-		if sw, ok := r.uint(dir + "/memory.swap.current"); ok {
+		c.MemMaxUsage, _ = r.uint(dir, "memory.peak")
+		if sw, ok := r.uint(dir, "memory.swap.current"); ok {
 			c.MemSwap = sw
 		}
-		if data, ok := r.read(dir + "/memory.events"); ok {
+		if data, ok := r.read(dir, "memory.events"); ok {
 			eachKV(data, func(k string, v uint64) {
 				switch k {
 				case "max":
@@ -314,13 +339,16 @@ func readFullV2(r *reader, dir string, root bool, now time.Time) (cgroupFull, bo
 				}
 			})
 		}
-		c.Spec.MemLimit = specLimit(r.uint(dir + "/memory.max"))
-		c.Spec.MemReservation = specLimit(r.uint(dir + "/memory.low"))
-		c.Spec.MemSwapLimit = specLimit(r.uint(dir + "/memory.swap.max"))
-		c.Threads, _ = r.uint(dir + "/pids.current")
-		c.ThreadsMax, _ = r.uint(dir + "/pids.max")
+		c.Spec.MemLimit = specLimit(r.uint(dir, "memory.max"))
+		c.Spec.MemReservation = specLimit(r.uint(dir, "memory.low"))
+		c.Spec.MemSwapLimit = specLimit(r.uint(dir, "memory.swap.max"))
+		c.Threads, _ = r.uint(dir, "pids.current")
+		c.Spec.ThreadsMax, _ = r.uint(dir, "pids.max")
 	}
 	c.Spec.Created = ctime(dir)
+	if spec != nil {
+		c.Spec = *spec
+	}
 	return c, c.HasCPU || c.HasMemory
 }
 

@@ -274,7 +274,7 @@ var cadvisorFamilies = []cadvisorFamily{
 	specFamily("container_start_time_seconds", "Start time of the container since unix epoch in seconds.", func(*cgroupFull) bool { return true }, func(c *cgroupFull) float64 { return float64(c.Spec.Created.Unix()) }),
 	tasksState(),
 	everyEntry("container_threads", "Number of threads running inside the container", gauge, true, func(s *cadvisorScrape, i int) float64 { return float64(s.Cgroups[i].Threads) }),
-	everyEntry("container_threads_max", "Maximum number of threads allowed inside the container, infinity if value is zero", gauge, true, func(s *cadvisorScrape, i int) float64 { return float64(s.Cgroups[i].ThreadsMax) }),
+	everyEntry("container_threads_max", "Maximum number of threads allowed inside the container, infinity if value is zero", gauge, true, func(s *cadvisorScrape, i int) float64 { return float64(s.Cgroups[i].Spec.ThreadsMax) }),
 	ulimits(),
 }
 

@@ -139,13 +139,13 @@ func unescapeMount(s string) string {
 // readRootFilesystems sizes the machine's block-device filesystems and
 // joins their disk counters.
 func readRootFilesystems(r *reader, procRoot string) []rootFilesystem {
-	data, ok := r.read(procRoot + "/self/mountinfo")
+	data, ok := r.read(procRoot, "self", "mountinfo")
 	if !ok {
 		return nil
 	}
 	mounts := blockMounts(data)
 	disks := map[string]diskStats{}
-	if data, ok := r.read(procRoot + "/diskstats"); ok {
+	if data, ok := r.read(procRoot, "diskstats"); ok {
 		disks = parseDiskstats(data)
 	}
 	out := mounts[:0]
