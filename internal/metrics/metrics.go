@@ -60,12 +60,6 @@ var (
 		Subsystem: subsystem, Name: "runtime_operations_errors_total",
 		Help: "Cumulative number of runtime operation errors by operation type.",
 	}, []string{"operation_type"})
-	// NodeConfigError is 1 when the node's configuration is in error (always
-	// 0 here: the kubelet refuses to start with a bad configuration).
-	NodeConfigError = prometheus.NewGauge(prometheus.GaugeOpts{
-		Subsystem: subsystem, Name: "node_config_error",
-		Help: "This metric is true (1) if the node is experiencing a configuration-related error, false (0) otherwise.",
-	})
 )
 
 // NewRegistry returns a registry with the kubelet's metrics, the extra
@@ -73,7 +67,7 @@ var (
 func NewRegistry(extra ...prometheus.Collector) *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(PodStartDuration, PodStartSLIDuration, PLEGRelistInterval, RunningPods, RunningContainers,
-		RuntimeOperationsDuration, RuntimeOperationsTotal, RuntimeOperationsErrors, NodeConfigError,
+		RuntimeOperationsDuration, RuntimeOperationsTotal, RuntimeOperationsErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range extra {
 		r.MustRegister(c)
@@ -119,9 +113,9 @@ func UnaryInterceptor(ctx context.Context, method string, req, reply any, cc *gr
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	RuntimeOperationsDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	RuntimeOperationsTotal.WithLabelValues(op).Inc()
-	errs := RuntimeOperationsErrors.WithLabelValues(op) // a zero series until the first error
+	// A series appears with the first error, as upstream's.
 	if err != nil {
-		errs.Inc()
+		RuntimeOperationsErrors.WithLabelValues(op).Inc()
 	}
 	return err
 }
