@@ -33,6 +33,10 @@ step integration-containerd2 env CONTAINER_RUNTIME_ENDPOINT=unix:///run/containe
 # Cluster mode against a real control plane built from k8s.io/kubernetes.
 step vet-e2e go vet -tags e2e ./test/e2e/...
 step cluster-tools bash hack/build-cluster-tools.sh etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
+# Metric families against the upstream kubelet, on the shared containerd
+# like the integration steps (both kubelets run one after the other).
+step upstream-kubelet bash hack/build-cluster-tools.sh kubelet-upstream
+step metrics-families go test -tags "integration upstream" -count=1 -p 1 -timeout 10m -run TestMetricFamiliesMatchUpstream ./test/integration/
 step control-plane bash hack/start-control-plane.sh
 step e2e go test -tags e2e -count=1 -p 1 -timeout 30m ./test/e2e/...
 
