@@ -34,6 +34,10 @@ step integration-containerd2 env CONTAINER_RUNTIME_ENDPOINT=unix:///run/containe
 step vet-e2e go vet -tags e2e ./test/e2e/...
 step vet-e2e-rotation go vet -tags "e2e rotation" ./test/e2e/kubeadm/
 step cluster-tools bash hack/build-cluster-tools.sh etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubeadm
+# Metric families against the upstream kubelet, on the shared containerd
+# like the integration steps (both kubelets run one after the other).
+step upstream-kubelet bash hack/build-cluster-tools.sh kubelet-upstream
+step metrics-families go test -tags "integration upstream" -count=1 -p 1 -timeout 10m -run TestMetricFamiliesMatchUpstream ./test/integration/
 step control-plane bash hack/start-control-plane.sh
 # test/e2e/kubeadm (kubeadm init and join, about 2 minutes) runs last.
 step e2e go test -tags e2e -count=1 -p 1 -timeout 35m ./test/e2e/...

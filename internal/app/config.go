@@ -18,6 +18,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/node/imagegc"
 	"github.com/seed-kubelet/kubelet/internal/node/logrotate"
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
+	"github.com/seed-kubelet/kubelet/internal/node/stats"
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 )
 
@@ -183,4 +184,15 @@ func derefString(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// cadvisorMachine describes the machine for /metrics/cadvisor.
+func cadvisorMachine(m hostinfo.Machine) stats.Machine {
+	topo := stats.ReadCPUTopology("/sys", m.NumCPU)
+	return stats.Machine{
+		MachineID: m.MachineID, SystemUUID: m.SystemUUID, BootID: m.BootID,
+		KernelVersion: m.KernelVersion, OSImage: m.OSImage,
+		Cores: m.NumCPU, PhysicalCores: topo.PhysicalCores, Sockets: topo.Sockets,
+		MemoryBytes: m.MemoryCapacity, SwapBytes: m.SwapCapacity,
+	}
 }

@@ -82,6 +82,7 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 		Runtime: b.cri.Runtime, Images: b.cri.Image, Pods: p.pods, NodeName: b.host.nodeName,
 		RootDir: b.flags.RootDirectory, PodLogsDir: cfg.PodLogsDir, Clock: clk,
 		VolumeStatsAggPeriod: cfg.VolumeStatsAggPeriod.Duration, Cgroups: b.host.cgroups,
+		NodeAllocatableCgroup: node.containers.NodeAllocatableCgroup(), Machine: cadvisorMachine(b.host.machine),
 	})
 	evictionMgr, err := newEvictionManager(b, p, workers, statsProvider, containerGC)
 	if err != nil {

@@ -60,11 +60,12 @@ func startServers(ctx context.Context, b *base, s serverConfig) error {
 	resourceRegistry.MustRegister(s.stats.ResourceMetricsCollector())
 	apiCfg := server.APIConfig{
 		Pods: s.pods, Statuses: s.statuses, Checks: s.checks, Config: cfg,
-		RunningPods:   s.runtime.RunningAPIPods,
-		Metrics:       promhttp.HandlerFor(b.metrics.Registry(collectors...), promhttp.HandlerOpts{}),
-		Summary:       s.stats.SummaryHandler(),
-		ContainerLogs: logs.ContainerLogsHandler(logsCfg),
-		NodeLogs:      logs.NodeLogsHandler(logsCfg),
+		RunningPods:     s.runtime.RunningAPIPods,
+		Metrics:         promhttp.HandlerFor(b.metrics.Registry(collectors...), promhttp.HandlerOpts{}),
+		Summary:         s.stats.SummaryHandler(),
+		CadvisorMetrics: s.stats.CadvisorHandler(),
+		ContainerLogs:   logs.ContainerLogsHandler(logsCfg),
+		NodeLogs:        logs.NodeLogsHandler(logsCfg),
 		Streaming: streaming.Handler(streaming.Config{
 			Pods: s.pods, Runtime: b.cri.Runtime, StreamIdleTimeout: cfg.StreamingConnectionIdleTimeout.Duration,
 		}),

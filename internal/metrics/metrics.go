@@ -46,9 +46,6 @@ type Metrics struct {
 	RuntimeOperationsDuration *prometheus.HistogramVec
 	RuntimeOperationsTotal    *prometheus.CounterVec
 	RuntimeOperationsErrors   *prometheus.CounterVec
-	// NodeConfigError is always 0 here: the kubelet refuses to start with a
-	// bad configuration.
-	NodeConfigError prometheus.Gauge
 	// Evictions and EvictionStatsAge are the eviction manager's, by signal.
 	Evictions        *prometheus.CounterVec
 	EvictionStatsAge *prometheus.HistogramVec
@@ -107,10 +104,6 @@ func New() *Metrics {
 			Subsystem: subsystem, Name: "runtime_operations_errors_total",
 			Help: "Cumulative number of runtime operation errors by operation type.",
 		}, []string{"operation_type"}),
-		NodeConfigError: prometheus.NewGauge(prometheus.GaugeOpts{
-			Subsystem: subsystem, Name: "node_config_error",
-			Help: "This metric is true (1) if the node is experiencing a configuration-related error, false (0) otherwise.",
-		}),
 		Evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: subsystem, Name: "evictions",
 			Help: "Cumulative number of pod evictions by eviction signal",
@@ -145,7 +138,7 @@ func (m *Metrics) Registry(extra ...prometheus.Collector) *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(m.PodStartDuration, m.PodStartSLIDuration, m.PLEGRelistDuration, m.PLEGRelistInterval,
 		m.RunningPods, m.RunningContainers, m.RuntimeOperationsDuration, m.RuntimeOperationsTotal,
-		m.RuntimeOperationsErrors, m.NodeConfigError, m.Evictions, m.EvictionStatsAge, m.ImageGarbageCollected,
+		m.RuntimeOperationsErrors, m.Evictions, m.EvictionStatsAge, m.ImageGarbageCollected,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range extra {
 		r.MustRegister(c)
@@ -216,9 +209,9 @@ func (m *Metrics) UnaryInterceptor(ctx context.Context, method string, req, repl
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	m.RuntimeOperationsDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	m.RuntimeOperationsTotal.WithLabelValues(op).Inc()
-	errs := m.RuntimeOperationsErrors.WithLabelValues(op) // a zero series until the first error
+	// A series appears with the first error, as upstream's.
 	if err != nil {
-		errs.Inc()
+		m.RuntimeOperationsErrors.WithLabelValues(op).Inc()
 	}
 	return err
 }

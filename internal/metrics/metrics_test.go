@@ -75,7 +75,7 @@ func TestRegistryExposesUpstreamNames(t *testing.T) {
 		names = append(names, mf.GetName())
 	}
 	all := " " + strings.Join(names, " ") + " "
-	for _, want := range []string{"kubelet_running_pods", "kubelet_node_config_error", "kubelet_evictions",
+	for _, want := range []string{"kubelet_running_pods", "kubelet_evictions",
 		"kubelet_image_garbage_collected_total", "go_goroutines", "process_resident_memory_bytes"} {
 		if !strings.Contains(all, " "+want+" ") {
 			t.Errorf("registry lacks %s (has %s)", want, all)

@@ -91,8 +91,8 @@ func TestKubeletAPIAuthAndMetrics(t *testing.T) {
 	}
 	for _, want := range []string{
 		"kubelet_pleg_relist_duration_seconds", "kubelet_pleg_relist_interval_seconds", "kubelet_running_pods",
-		"kubelet_running_containers", "kubelet_runtime_operations_duration_seconds", "kubelet_runtime_operations_errors_total",
-		"kubelet_node_config_error", "kubelet_pod_start_duration_seconds",
+		"kubelet_running_containers", "kubelet_runtime_operations_duration_seconds", "kubelet_runtime_operations_total",
+		"kubelet_pod_start_duration_seconds",
 	} {
 		if _, ok := families[want]; !ok {
 			t.Errorf("/metrics lacks %s", want)
@@ -135,5 +135,21 @@ func TestKubeletAPIAuthAndMetrics(t *testing.T) {
 	}
 	if len(families["prober_probe_duration_seconds"].GetMetric()) == 0 {
 		t.Errorf("no prober_probe_duration_seconds series:\n%s", body)
+	}
+
+	// /metrics/cadvisor is served on the authenticated port (nodes/metrics).
+	code, body = get(t, admin, base+"/metrics/cadvisor")
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics/cadvisor = %d", code)
+	}
+	parser = expfmt.NewTextParser(model.UTF8Validation)
+	families, err = parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("/metrics/cadvisor does not parse: %v", err)
+	}
+	for _, want := range []string{"container_cpu_usage_seconds_total", "container_memory_working_set_bytes", "machine_cpu_cores"} {
+		if _, ok := families[want]; !ok {
+			t.Errorf("/metrics/cadvisor lacks %s", want)
+		}
 	}
 }

@@ -30,6 +30,8 @@ type APIConfig struct {
 
 	ContainerLogs, NodeLogs, Streaming, Summary http.Handler
 	Metrics, ResourceMetrics, ProbeMetrics      http.Handler
+	// CadvisorMetrics serves /metrics/cadvisor.
+	CadvisorMetrics http.Handler
 
 	// Debug gates the debugging endpoints of the kubelet API.
 	Debug DebugHandlers
@@ -129,6 +131,7 @@ func baseMux(cfg APIConfig) *http.ServeMux {
 	handle(mux, "/metrics", cfg.Metrics)
 	handle(mux, "/metrics/resource", cfg.ResourceMetrics)
 	handle(mux, "/metrics/probes", cfg.ProbeMetrics)
+	handle(mux, "/metrics/cadvisor", cfg.CadvisorMetrics)
 	return mux
 }
 

@@ -109,6 +109,16 @@ func New(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
+// NodeAllocatableCgroup is the path of the cgroup holding the pods as the
+// driver lays it out ("/kubepods", or "/kubepods.slice" with systemd);
+// "" without cgroupsPerQOS.
+func (m *Manager) NodeAllocatableCgroup() string {
+	if !m.cfg.CgroupsPerQOS {
+		return ""
+	}
+	return m.cfg.FS.Driver.Path(m.kubepods)
+}
+
 // Enabled reports whether the kubelet manages pod cgroups.
 func (m *Manager) Enabled() bool { return m.cfg.CgroupsPerQOS }
 

@@ -2,7 +2,6 @@ package imagegc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/metrics"
+	"github.com/seed-kubelet/kubelet/internal/runtime/cri"
 )
 
 // Period is how often images are collected, as upstream's ImageGCPeriod.
@@ -277,19 +277,13 @@ func (m *Manager) detect(ctx context.Context, now time.Time) ([]Record, error) {
 }
 
 // sandboxImage is the image the runtime runs sandboxes from, which it may
-// not pin (containerd 1.6): the sandboxImage of its verbose status config.
+// not pin (containerd 1.6); "" when the runtime does not say.
 func (m *Manager) sandboxImage(ctx context.Context) string {
-	resp, err := m.cfg.Runtime.Status(ctx, &runtimeapi.StatusRequest{Verbose: true})
+	img, err := cri.SandboxImage(ctx, m.cfg.Runtime)
 	if err != nil {
 		return ""
 	}
-	var cfg struct {
-		SandboxImage string `json:"sandboxImage"`
-	}
-	if json.Unmarshal([]byte(resp.GetInfo()["config"]), &cfg) != nil {
-		return ""
-	}
-	return cfg.SandboxImage
+	return img
 }
 
 func without(rs []Record, gone map[string]bool) []Record {

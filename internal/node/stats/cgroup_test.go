@@ -10,7 +10,7 @@ import (
 )
 
 // writeTree creates files (path relative to root → content) under root.
-func writeTree(t *testing.T, root string, files map[string]string) {
+func writeTree(t testing.TB, root string, files map[string]string) {
 	t.Helper()
 	for p, content := range files {
 		full := filepath.Join(root, p)

@@ -29,6 +29,13 @@ type fakeRuntime struct {
 	verbose map[string]string
 	listErr error
 	calls   map[string]int
+	// statusConfig is the "config" JSON of the runtime's verbose status.
+	statusConfig string
+}
+
+func (f *fakeRuntime) Status(context.Context, *runtimeapi.StatusRequest, ...grpc.CallOption) (*runtimeapi.StatusResponse, error) {
+	f.count("Status")
+	return &runtimeapi.StatusResponse{Info: map[string]string{"config": f.statusConfig}}, nil
 }
 
 func (f *fakeRuntime) count(name string) {
@@ -81,11 +88,18 @@ func (f *fakeRuntime) PodSandboxStatus(_ context.Context, r *runtimeapi.PodSandb
 	return &runtimeapi.PodSandboxStatusResponse{Info: map[string]string{"info": info}}, nil
 }
 
-// fakeImages answers ImageFsInfo.
+// fakeImages answers ImageFsInfo and ListImages.
 type fakeImages struct {
 	runtimeapi.ImageServiceClient
-	resp *runtimeapi.ImageFsInfoResponse
-	err  error
+	resp   *runtimeapi.ImageFsInfoResponse
+	err    error
+	images []*runtimeapi.Image
+	lists  int
+}
+
+func (f *fakeImages) ListImages(context.Context, *runtimeapi.ListImagesRequest, ...grpc.CallOption) (*runtimeapi.ListImagesResponse, error) {
+	f.lists++
+	return &runtimeapi.ListImagesResponse{Images: f.images}, nil
 }
 
 func (f *fakeImages) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest, ...grpc.CallOption) (*runtimeapi.ImageFsInfoResponse, error) {

@@ -58,6 +58,13 @@ type Config struct {
 	// upstream's volumeStatsAggPeriod disables them. Volumes are known
 	// only through Pods.
 	VolumeStatsAggPeriod time.Duration
+	// NodeAllocatableCgroup is the cgroup holding the pods (the upstream
+	// kubelet's node allocatable root, e.g. /kubepods); it and its QoS
+	// children are exported on /metrics/cadvisor. Empty (cgroupsPerQOS
+	// off) exports only the root and the pods' own cgroups.
+	NodeAllocatableCgroup string
+	// Machine describes the machine for /metrics/cadvisor.
+	Machine Machine
 	// ShowHiddenMetrics also exposes scrape_error, deprecated since 1.29 and
 	// hidden by upstream v1.36 unless --show-hidden-metrics-for-version is set.
 	ShowHiddenMetrics bool
@@ -80,6 +87,9 @@ type Provider struct {
 	// sandboxStatsUnsupported is set once ListPodSandboxStats answered
 	// Unimplemented, so it is not asked again.
 	sandboxStatsUnsupported atomic.Bool
+
+	// cadvisor keeps what /metrics/cadvisor reuses between scrapes.
+	cadvisor cadvisorState
 
 	mu         sync.Mutex
 	sandboxes  map[string]sandboxInfo // verbose sandbox status, by sandbox ID

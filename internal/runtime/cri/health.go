@@ -27,7 +27,7 @@ type VersionClient interface {
 	Version(ctx context.Context, in *runtimeapi.VersionRequest, opts ...grpc.CallOption) (*runtimeapi.VersionResponse, error)
 }
 
-// StatusClient is the part of the runtime service Health asks.
+// StatusClient is the part of the runtime service Health and SandboxImage ask.
 type StatusClient interface {
 	Status(ctx context.Context, in *runtimeapi.StatusRequest, opts ...grpc.CallOption) (*runtimeapi.StatusResponse, error)
 }

@@ -86,9 +86,12 @@ type Kubelet struct {
 	CgroupRoot string
 	LogPath    string
 	ExtraArgs  []string
-	cmd        *exec.Cmd
-	exited     chan struct{}
-	exitErr    error
+	// Binary, when set, runs another kubelet (the upstream one) instead
+	// of ours, with the same configuration.
+	Binary  string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	exitErr error
 }
 
 // StandaloneAuth is the kubelet API's authentication for standalone tests:
@@ -203,7 +206,11 @@ func (k *Kubelet) Start() {
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	k.cmd = exec.Command(KubeletBinary(k.t), k.Args()...)
+	bin := k.Binary
+	if bin == "" {
+		bin = KubeletBinary(k.t)
+	}
+	k.cmd = exec.Command(bin, k.Args()...)
 	k.cmd.Stdout, k.cmd.Stderr = logf, logf
 	if err := k.cmd.Start(); err != nil {
 		k.t.Fatalf("start kubelet: %v", err)

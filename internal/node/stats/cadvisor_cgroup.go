@@ -1,0 +1,410 @@
+package stats
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// cgroupFull is everything /metrics/cadvisor reports about one cgroup, read
+// the way cAdvisor's libcontainer handler reads it. Zero means "read as
+// zero or absent", as cAdvisor reports absent counters.
+type cgroupFull struct {
+	Time time.Time
+	// HasCPU and HasMemory say the controller's files were readable; the
+	// families of a controller are only written when it is.
+	HasCPU, HasMemory bool
+
+	CPUTotal, CPUUser, CPUSystem uint64 // nanoseconds
+	CFSPeriods, CFSThrottled     uint64
+	CFSThrottledNanos            uint64
+	CFSBursts, CFSBurstNanos     uint64
+
+	MemUsage, MemMaxUsage, MemFailcnt, MemKernel uint64
+	MemCache, MemRSS, MemSwap, MemMappedFile     uint64
+	ActiveFile, InactiveFile                     uint64
+	PgFault, PgMajFault                          uint64
+	OOMKills                                     uint64
+
+	Threads uint64
+
+	Spec cgroupSpec
+}
+
+// WorkingSet is usage less inactive file pages, floored at zero.
+func (c *cgroupFull) WorkingSet() uint64 { return workingSet(c.MemUsage, c.InactiveFile) }
+
+// cgroupSpec is the cgroup's configuration: what cAdvisor calls the
+// container spec.
+type cgroupSpec struct {
+	Created                  time.Time
+	CPUShares, CPUPeriod     uint64
+	CPUQuota                 int64 // 0: none
+	MemLimit, MemReservation uint64
+	MemSwapLimit             uint64
+	ThreadsMax               uint64 // 0: no limit
+}
+
+// reader reads small cgroup and procfs files with one buffer and plain
+// system calls: a scrape reads thousands of them, and os.ReadFile's
+// allocations and poller registration would double its cost.
+type reader struct{ buf, path []byte }
+
+// atFDCWD is AT_FDCWD (-100) as the system call takes it.
+var atFDCWD = func() uintptr { v := unix.AT_FDCWD; return uintptr(v) }()
+
+func newReader() *reader { return &reader{buf: make([]byte, 16<<10), path: make([]byte, 0, 512)} }
+
+// read returns the content of the file dir/name (dir alone when name is
+// ""), valid until the next read.
+func (r *reader) read(dir string, name ...string) ([]byte, bool) {
+	r.path = append(r.path[:0], dir...)
+	for _, n := range name {
+		r.path = append(append(r.path, '/'), n...)
+	}
+	r.path = append(r.path, 0)
+	fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(&r.path[0])),
+		uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
+	if errno != 0 {
+		return nil, false
+	}
+	defer unix.Close(int(fd))
+	n := 0
+	for {
+		m, err := unix.Read(int(fd), r.buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, false
+		}
+		if m == 0 {
+			return r.buf[:n], true
+		}
+		n += m
+		if n == len(r.buf) {
+			r.buf = append(r.buf, make([]byte, len(r.buf))...)
+		}
+	}
+}
+
+// uint reads a single-value file; "max" and "-1" read as ok=false.
+func (r *reader) uint(dir, name string) (uint64, bool) {
+	data, ok := r.read(dir, name)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(bytes.TrimSpace(data)), 10, 64)
+	return v, err == nil
+}
+
+// eachKV calls f for every "key value" line of a flat-keyed file.
+func eachKV(data []byte, f func(key string, v uint64)) {
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		sp := bytes.IndexByte(line, ' ')
+		if sp <= 0 {
+			continue
+		}
+		v, err := strconv.ParseUint(string(bytes.TrimSpace(line[sp+1:])), 10, 64)
+		if err != nil {
+			continue
+		}
+		f(string(line[:sp]), v)
+	}
+}
+
+// readFull reads cgroup rel for /metrics/cadvisor; ok is false when the
+// cgroup is gone under every controller.
+// spec, when non-nil, is used instead of reading the configuration again.
+func (l cgroupLayout) readFull(r *reader, rel string, now time.Time, spec *cgroupSpec) (cgroupFull, bool) {
+	if l.Unified {
+		return readFullV2(r, filepath.Join(l.Root, rel), isRoot(rel), now, spec)
+	}
+	return readFullV1(r, l.dir("cpu", rel), l.dir("cpuacct", rel), l.dir("memory", rel), l.dir("pids", rel), isRoot(rel), now, spec)
+}
+
+// nanosPerTick converts cpuacct.stat's USER_HZ ticks.
+const nanosPerTick = uint64(time.Second) / userHZ
+
+func readFullV1(r *reader, cpuDir, acctDir, memDir, pidsDir string, root bool, now time.Time, spec *cgroupSpec) (cgroupFull, bool) {
+	c := cgroupFull{Time: now}
+	readSpec := spec == nil
+	if acctDir != "" {
+		if v, ok := r.uint(acctDir, "cpuacct.usage"); ok {
+			c.HasCPU, c.CPUTotal = true, v
+			if data, ok := r.read(acctDir, "cpuacct.stat"); ok {
+				eachKV(data, func(k string, v uint64) {
+					switch k {
+					case "user":
+						c.CPUUser = v * nanosPerTick
+					case "system":
+						c.CPUSystem = v * nanosPerTick
+					}
+				})
+			}
+			if readSpec {
+				c.Spec.Created = ctime(acctDir)
+			}
+		}
+	}
+	if cpuDir != "" && c.HasCPU {
+		if data, ok := r.read(cpuDir, "cpu.stat"); ok {
+			eachKV(data, func(k string, v uint64) {
+				switch k {
+				case "nr_periods":
+					c.CFSPeriods = v
+				case "nr_throttled":
+					c.CFSThrottled = v
+				case "throttled_time":
+					c.CFSThrottledNanos = v
+				case "nr_bursts":
+					c.CFSBursts = v
+				case "burst_time":
+					c.CFSBurstNanos = v
+				}
+			})
+		}
+		if readSpec {
+			c.Spec.CPUShares, _ = r.uint(cpuDir, "cpu.shares")
+			c.Spec.CPUPeriod, _ = r.uint(cpuDir, "cpu.cfs_period_us")
+			if data, ok := r.read(cpuDir, "cpu.cfs_quota_us"); ok {
+				if q, err := strconv.ParseInt(string(bytes.TrimSpace(data)), 10, 64); err == nil && q > 0 {
+					c.Spec.CPUQuota = q
+				}
+			}
+		}
+	}
+	if memDir != "" {
+		if v, ok := r.uint(memDir, "memory.usage_in_bytes"); ok {
+			c.HasMemory, c.MemUsage = true, v
+			c.MemMaxUsage, _ = r.uint(memDir, "memory.max_usage_in_bytes")
+			c.MemFailcnt, _ = r.uint(memDir, "memory.failcnt")
+			c.MemKernel, _ = r.uint(memDir, "memory.kmem.usage_in_bytes")
+			if data, ok := r.read(memDir, "memory.stat"); ok {
+				applyFullMemoryStatV1(&c, data)
+			}
+			if data, ok := r.read(memDir, "memory.oom_control"); ok {
+				eachKV(data, func(k string, v uint64) {
+					if k == "oom_kill" {
+						c.OOMKills = v
+					}
+				})
+			}
+			if readSpec {
+				c.Spec.MemLimit = specLimit(r.uint(memDir, "memory.limit_in_bytes"))
+				c.Spec.MemReservation = specLimit(r.uint(memDir, "memory.soft_limit_in_bytes"))
+				c.Spec.MemSwapLimit = specLimit(r.uint(memDir, "memory.memsw.limit_in_bytes"))
+				if c.Spec.Created.IsZero() {
+					c.Spec.Created = ctime(memDir)
+				}
+			}
+		}
+	}
+	if pidsDir != "" && !root {
+		c.Threads, _ = r.uint(pidsDir, "pids.current")
+		if readSpec {
+			c.Spec.ThreadsMax, _ = r.uint(pidsDir, "pids.max")
+		}
+	}
+	if !readSpec {
+		c.Spec = *spec
+	}
+	return c, c.HasCPU || c.HasMemory
+}
+
+// applyFullMemoryStatV1 takes the hierarchical counters (memory.use_hierarchy
+// is always on in the kernels the kubelet supports), and the page faults
+// of the cgroup itself, as cAdvisor does.
+func applyFullMemoryStatV1(c *cgroupFull, data []byte) {
+	eachKV(data, func(k string, v uint64) {
+		switch k {
+		case "total_cache":
+			c.MemCache = v
+		case "total_rss":
+			c.MemRSS = v
+		case "total_swap":
+			c.MemSwap = v
+		case "total_mapped_file":
+			c.MemMappedFile = v
+		case "total_active_file":
+			c.ActiveFile = v
+		case "total_inactive_file":
+			c.InactiveFile = v
+		case "pgfault":
+			c.PgFault = v
+		case "pgmajfault":
+			c.PgMajFault = v
+		}
+	})
+}
+
+// specLimit is a memory limit as cAdvisor reports it: 0 for none.
+func specLimit(v uint64, ok bool) uint64 {
+	if !ok || v > unlimitedMemory {
+		return 0
+	}
+	return v
+}
+
+func readFullV2(r *reader, dir string, root bool, now time.Time, spec *cgroupSpec) (cgroupFull, bool) {
+	c := cgroupFull{Time: now}
+	if data, ok := r.read(dir, "cpu.stat"); ok {
+		eachKV(data, func(k string, v uint64) {
+			switch k {
+			case "usage_usec":
+				c.HasCPU, c.CPUTotal = true, v*1000
+			case "user_usec":
+				c.CPUUser = v * 1000
+			case "system_usec":
+				c.CPUSystem = v * 1000
+			case "nr_periods":
+				c.CFSPeriods = v
+			case "nr_throttled":
+				c.CFSThrottled = v
+			case "throttled_usec":
+				c.CFSThrottledNanos = v * 1000
+			case "nr_bursts":
+				c.CFSBursts = v
+			case "burst_usec":
+				c.CFSBurstNanos = v * 1000
+			}
+		})
+	}
+	if c.HasCPU && !root {
+		if w, ok := r.uint(dir, "cpu.weight"); ok {
+			c.Spec.CPUShares = weightToShares(w)
+		}
+		if data, ok := r.read(dir, "cpu.max"); ok {
+			c.Spec.CPUQuota, c.Spec.CPUPeriod = parseCPUMax(data)
+		}
+	} else if c.HasCPU {
+		c.Spec.CPUShares, c.Spec.CPUPeriod = 1024, 100000
+	}
+	if data, ok := r.read(dir, "memory.stat"); ok {
+		c.HasMemory = true
+		var slab uint64
+		eachKV(data, func(k string, v uint64) {
+			switch k {
+			case "file":
+				c.MemCache = v
+			case "anon":
+				c.MemRSS = v
+			case "file_mapped":
+				c.MemMappedFile = v
+			case "active_file":
+				c.ActiveFile = v
+			case "inactive_file":
+				c.InactiveFile = v
+			case "pgfault":
+				c.PgFault = v
+			case "pgmajfault":
+				c.PgMajFault = v
+			case "kernel":
+				c.MemKernel = v
+			case "slab":
+				slab = v
+			}
+		})
+		if c.MemKernel == 0 {
+			c.MemKernel = slab
+		}
+	}
+	if !root {
+		if v, ok := r.uint(dir, "memory.current"); ok {
+			c.HasMemory, c.MemUsage = true, v
+		}
+		c.MemMaxUsage, _ = r.uint(dir, "memory.peak")
+		if sw, ok := r.uint(dir, "memory.swap.current"); ok {
+			c.MemSwap = sw
+		}
+		if data, ok := r.read(dir, "memory.events"); ok {
+			eachKV(data, func(k string, v uint64) {
+				switch k {
+				case "max":
+					c.MemFailcnt = v
+				case "oom_kill":
+					c.OOMKills = v
+				}
+			})
+		}
+		c.Spec.MemLimit = specLimit(r.uint(dir, "memory.max"))
+		c.Spec.MemReservation = specLimit(r.uint(dir, "memory.low"))
+		c.Spec.MemSwapLimit = specLimit(r.uint(dir, "memory.swap.max"))
+		c.Threads, _ = r.uint(dir, "pids.current")
+		c.Spec.ThreadsMax, _ = r.uint(dir, "pids.max")
+	}
+	c.Spec.Created = ctime(dir)
+	if spec != nil {
+		c.Spec = *spec
+	}
+	return c, c.HasCPU || c.HasMemory
+}
+
+// weightToShares inverts the kubelet's shares→weight conversion, as
+// cAdvisor reports cpu.weight on cgroup v2.
+func weightToShares(w uint64) uint64 {
+	if w == 0 {
+		return 0
+	}
+	return 2 + ((w-1)*262142)/9999
+}
+
+// parseCPUMax reads cgroup v2 cpu.max, "max 100000" or "20000 100000".
+func parseCPUMax(data []byte) (quota int64, period uint64) {
+	f := strings.Fields(string(data))
+	if len(f) != 2 {
+		return 0, 0
+	}
+	period, _ = strconv.ParseUint(f[1], 10, 64)
+	if q, err := strconv.ParseInt(f[0], 10, 64); err == nil && q > 0 {
+		quota = q
+	}
+	return quota, period
+}
+
+// processCounts is what cAdvisor's process metrics count in a cgroup.
+type processCounts struct {
+	Processes, FDs, Sockets uint64
+}
+
+// countProcesses counts the cgroup's processes and their open files and
+// sockets from cgroup.procs and /proc/<pid>/fd, as cAdvisor does.
+func countProcesses(r *reader, procsFile, procRoot string) processCounts {
+	var pc processCounts
+	data, ok := r.read(procsFile)
+	if !ok {
+		return pc
+	}
+	pids := strings.Fields(string(data))
+	var link [64]byte
+	for _, pid := range pids {
+		pc.Processes++
+		fdDir := procRoot + "/" + pid + "/fd"
+		d, err := os.Open(fdDir)
+		if err != nil {
+			continue
+		}
+		names, _ := d.Readdirnames(-1)
+		d.Close()
+		for _, n := range names {
+			pc.FDs++
+			m, err := unix.Readlink(fdDir+"/"+n, link[:])
+			if err == nil && bytes.HasPrefix(link[:m], []byte("socket:")) {
+				pc.Sockets++
+			}
+		}
+	}
+	return pc
+}
