@@ -191,7 +191,13 @@ func TestServiceAccountTokenProjection(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range evs.Items {
-		if e.Reason == "UnsupportedField" || e.Reason == "FailedMount" {
+		// The Node authorizer learns of the pod's binding from its own
+		// watch: a TokenRequest made the moment the kubelet sees the pod can
+		// come before it ("no relationship found between node"), and the
+		// retry succeeds. Upstream's kubelet records the same transient
+		// FailedMount; any other FailedMount is a failure.
+		transient := e.Reason == "FailedMount" && strings.Contains(e.Message, "no relationship found between node")
+		if e.Reason == "UnsupportedField" || (e.Reason == "FailedMount" && !transient) {
 			t.Errorf("event %s: %s", e.Reason, e.Message)
 		}
 	}
