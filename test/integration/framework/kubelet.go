@@ -235,6 +235,19 @@ func (k *Kubelet) Start() {
 		defer resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
 	})
+	// The kubelet API starts once its serving certificate is ready (a
+	// self-signed CA and leaf take a moment), after healthz: tests that
+	// call it right away wait for it to listen.
+	if cfg, err := os.ReadFile(k.ConfigPath); err == nil && !strings.Contains(string(cfg), "enableServer: false") && k.Port > 0 {
+		Eventually(k.t, 30*time.Second, 50*time.Millisecond, "kubelet API port", func() (bool, error) {
+			c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", k.Port), time.Second)
+			if err != nil {
+				return false, err
+			}
+			c.Close()
+			return true, nil
+		})
+	}
 }
 
 // Running reports whether the kubelet started by Start is still running
