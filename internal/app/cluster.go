@@ -203,6 +203,7 @@ func startCluster(ctx context.Context, d clusterDeps, dcfg *syncloop.DispatcherC
 		},
 	})
 	d.node.setTrigger(nc.Trigger)
+	d.node.setFromAPI(nc.Node)
 	go nc.Run(ctx)
 	d.recorder.Eventf(nodestatus.NodeRef(d.nodeName), v1.EventTypeNormal, events.StartingKubelet, "Starting kubelet.")
 	// Admission follows the Node the API server has (labels, taints).

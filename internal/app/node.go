@@ -30,6 +30,9 @@ type nodeInputs struct {
 	pleg    func() error
 	// pressure reports the eviction manager's node conditions; may be nil.
 	pressure func() []v1.NodeConditionType
+	// storage reports the volume plugins' readiness and the volumes in
+	// use; may be nil.
+	storage *storage
 }
 
 func newNodeInputs(cfg *kubeletconfig.KubeletConfiguration, flags options.KubeletFlags, nodeName string, hostIPs []string,
@@ -99,6 +102,13 @@ func (n *nodeInputs) Inputs(ctx context.Context) (nodestatus.Inputs, error) {
 			}
 		}
 	}
+	if n.storage != nil {
+		in.StorageErr = n.storage.err()
+		in.VolumesInUse = n.storage.csi.VolumesInUse()
+		if in.VolumesInUse == nil {
+			in.VolumesInUse = []v1.UniqueVolumeName{}
+		}
+	}
 	if imgs, err := n.images.ListImages(ctx, &runtimeapi.ListImagesRequest{}); err == nil {
 		for _, img := range imgs.Images {
 			names := append(append([]string{}, img.RepoTags...), img.RepoDigests...)
@@ -127,6 +137,31 @@ type nodeState struct {
 	mu      sync.RWMutex
 	node    *v1.Node
 	trigger func() // asks for a node status update now; nil in standalone mode
+	// fromAPI returns the Node as last read from or written to the API
+	// server (nil in standalone mode).
+	fromAPI func() (*v1.Node, bool)
+}
+
+func (s *nodeState) setFromAPI(f func() (*v1.Node, bool)) {
+	s.mu.Lock()
+	s.fromAPI = f
+	s.mu.Unlock()
+}
+
+// latest is the Node as the API server last had it, nil before the node
+// status loop has one (or in standalone mode).
+func (s *nodeState) latest() *v1.Node {
+	s.mu.RLock()
+	f := s.fromAPI
+	s.mu.RUnlock()
+	if f == nil {
+		return nil
+	}
+	n, ok := f()
+	if !ok {
+		return nil
+	}
+	return n
 }
 
 func (s *nodeState) setTrigger(f func()) {

@@ -157,9 +157,20 @@ func Run(ctx context.Context, o *options.Options) error {
 		creds = inputs.Credentials
 	}
 	volCfg := volume.Config{PodsDir: podsDir, NodeName: nodeName, ResourceField: spec.ResourceFieldValue}
+	sd := storageDeps{rootDir: flags.RootDirectory, podsDir: podsDir, nodeName: nodeName, clock: clk, node: node,
+		puller: puller, creds: creds, runtimeName: version.RuntimeName, runtimeVersion: version.RuntimeVersion}
 	if inputs != nil {
-		volCfg.Sources = inputs
-		volCfg.Tokens = podinputs.NewTokens(podinputs.TokensConfig{Request: podinputs.ClientTokenRequester(cl.main), Clock: clk})
+		tokens := podinputs.NewTokens(podinputs.TokensConfig{Request: podinputs.ClientTokenRequester(cl.main), Clock: clk})
+		volCfg.Sources, volCfg.Tokens = inputs, tokens
+		sd.client, sd.inputs, sd.tokens = cl.main, inputs, tokens
+	}
+	store, err := startStorage(ctx, sd)
+	if err != nil {
+		return err
+	}
+	volCfg.CSI, volCfg.Images = store.csi, store.images
+	if store.claims != nil {
+		volCfg.Claims = store.claims
 	}
 	volumes := volume.New(volCfg)
 	logRotation, err := newLogRotation(cfg, client.Runtime, clk)
@@ -256,7 +267,7 @@ func Run(ctx context.Context, o *options.Options) error {
 
 	dcfg := syncloop.DispatcherConfig{
 		Pods: podMgr, Workers: workers, Runtime: runtimeMgr, SourcesReady: sourcesReady,
-		CleanupPodCgroups: containerMgr.Housekeeping,
+		CleanupPodCgroups: containerMgr.Housekeeping, CleanupPodVolumes: volumes.CleanupOrphans,
 	}
 	ni, err := newNodeInputs(cfg, flags, nodeName, hostIPs, version.RuntimeName+"://"+version.RuntimeVersion,
 		client.Runtime, client.Image, func() error { _, err := p.Healthy(); return err })
@@ -264,6 +275,7 @@ func Run(ctx context.Context, o *options.Options) error {
 		return err
 	}
 	ni.pressure = evictionMgr.Conditions
+	ni.storage = store
 	node.set(ni.localNode(clk.Now()))
 	sysctls, err := sysctlAllowlist(cfg.AllowedUnsafeSysctls, ni.static.Machine.KernelVersion)
 	if err != nil {

@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,6 +74,9 @@ func setUpEmptyDir(name, dir string, ed *v1.EmptyDirVolumeSource) error {
 func (m *Manager) TearDown(uid string) error {
 	if m.cfg.Tokens != nil {
 		m.cfg.Tokens.ForgetPod(types.UID(uid))
+	}
+	if err := m.TearDownPluginVolumes(context.Background(), uid); err != nil {
+		return err
 	}
 	dir := filepath.Join(m.cfg.PodsDir, uid, "volumes", pluginEmptyDir)
 	entries, err := os.ReadDir(dir)

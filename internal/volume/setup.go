@@ -18,6 +18,9 @@ type Failure struct {
 
 // Message is the FailedMount event message upstream writes for it.
 func (f Failure) Message() string {
+	if msg, ok := pluginFailureMessage(f); ok {
+		return msg
+	}
 	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", f.Volume, f.Err)
 }
 
@@ -87,6 +90,9 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) SetUpResult {
 // Callers hold the pod lock.
 func (m *Manager) ensure(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (string, error) {
 	uid := string(pod.UID)
+	if isPluginVolume(vol) {
+		return m.ensurePlugin(ctx, pod, vol)
+	}
 	if m.isReady(uid, vol.Name) || m.publishedBefore(uid, vol) {
 		if vol.HostPath != nil {
 			return vol.HostPath.Path, nil

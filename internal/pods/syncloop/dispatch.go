@@ -63,6 +63,11 @@ type DispatcherConfig struct {
 	// CleanupPodCgroups removes the pod cgroups of UIDs not in keep (pods
 	// the kubelet knows or the runtime has); may be nil.
 	CleanupPodCgroups func(keep map[types.UID]bool)
+	// CleanupPodVolumes tears down the volumes of pod directories whose UID
+	// is not in keep (pods deleted while the kubelet was down); it runs in
+	// the background, one pass at a time, before their directories can go.
+	// May be nil.
+	CleanupPodVolumes func(ctx context.Context, keep map[string]bool) error
 }
 
 // MirrorHandler deletes mirror pods.
@@ -78,6 +83,8 @@ type Dispatcher struct {
 	// loop never waits for a grace period.
 	mu       sync.Mutex
 	cleaning map[types.UID]bool
+	// volumesBusy is set while a CleanupPodVolumes pass runs.
+	volumesBusy bool
 }
 
 var _ Handler = (*Dispatcher)(nil)
@@ -249,12 +256,42 @@ func (d *Dispatcher) HandleHousekeeping(ctx context.Context) {
 	if d.cfg.CleanupPodCgroups != nil {
 		d.cfg.CleanupPodCgroups(keep)
 	}
+	d.cleanupVolumes(ctx, keep)
 	for _, dir := range d.cfg.Runtime.OrphanedPodDirs(keep) {
 		klog.V(2).InfoS("Removing orphaned pod directory", "path", dir)
 		if err := os.RemoveAll(dir); err != nil {
 			klog.ErrorS(err, "Cannot remove orphaned pod directory", "path", dir)
 		}
 	}
+}
+
+// cleanupVolumes starts a background pass tearing down the volumes of pods
+// not in keep, unless one is still running.
+func (d *Dispatcher) cleanupVolumes(ctx context.Context, keep map[types.UID]bool) {
+	if d.cfg.CleanupPodVolumes == nil {
+		return
+	}
+	d.mu.Lock()
+	busy := d.volumesBusy
+	d.volumesBusy = true
+	d.mu.Unlock()
+	if busy {
+		return
+	}
+	ids := make(map[string]bool, len(keep))
+	for uid := range keep {
+		ids[string(uid)] = true
+	}
+	go func() {
+		defer func() {
+			d.mu.Lock()
+			d.volumesBusy = false
+			d.mu.Unlock()
+		}()
+		if err := d.cfg.CleanupPodVolumes(ctx, ids); err != nil {
+			klog.ErrorS(err, "Housekeeping: cannot tear down the volumes of orphaned pods yet")
+		}
+	}()
 }
 
 // cleanupOrphan stops and removes a pod no source wants (for example one

@@ -19,6 +19,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/node/containergc"
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
+	"github.com/seed-kubelet/kubelet/internal/volume/mountpoint"
 )
 
 // GracePeriod is how long a container of pod gets to stop: the override
@@ -217,11 +218,11 @@ func (m *Manager) unlinkContainerLog(podName, ns, name, id string) {
 // A pod directory with anything mounted below it is never listed.
 func (m *Manager) OrphanedPodDirs(keep map[types.UID]bool) []string {
 	var out []string
-	mounts := mountPoints()
+	mounts := mountpoint.List()
 	if entries, err := os.ReadDir(m.cfg.PodsDir); err == nil {
 		for _, e := range entries {
 			dir := filepath.Join(m.cfg.PodsDir, e.Name())
-			if !keep[types.UID(e.Name())] && !hasMountBelow(mounts, dir) {
+			if !keep[types.UID(e.Name())] && !mountpoint.HasMountBelow(mounts, dir) {
 				out = append(out, dir)
 			}
 		}
@@ -275,31 +276,6 @@ func (m *Manager) PruneContainers(ctx context.Context, st *PodStatus, keep int) 
 			klog.V(2).InfoS("Cannot remove dead sandbox", "sandboxID", sb.ID, "err", err)
 		}
 	}
-}
-
-// mountPoints lists the mount points of this mount namespace.
-func mountPoints() []string {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 {
-			out = append(out, f[4])
-		}
-	}
-	return out
-}
-
-func hasMountBelow(mounts []string, dir string) bool {
-	for _, m := range mounts {
-		if m == dir || strings.HasPrefix(m, dir+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // RestoredPod rebuilds what the kubelet knows of a pod it has no spec for
