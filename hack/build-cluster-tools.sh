@@ -4,6 +4,9 @@
 #   etcd                     go.etcd.io/etcd/server/v3 (module test/tools/etcd)
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet
 #                            k8s.io/kubernetes v1.36.3 (module test/tools/kubernetes)
+#   csistandin               the CSI test stand-ins: a host-path driver, a
+#                            node-driver-registrar and a provisioner/attacher
+#                            (module test/tools/csi)
 # The upstream kubelet lands in _output/bin/kubelet-upstream, so that nothing
 # mistakes it for ours. For hack/conformance.sh it also builds upstream's e2e
 # suite (e2e.test, `go test -c` of k8s.io/kubernetes/test/e2e), the ginkgo
@@ -23,6 +26,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 KUBE_VERSION=v1.36.3
 KUBE_MODULE=${REPO_ROOT}/test/tools/kubernetes
 ETCD_MODULE=${REPO_ROOT}/test/tools/etcd
+CSI_MODULE=${REPO_ROOT}/test/tools/csi
 SELF=${REPO_ROOT}/hack/build-cluster-tools.sh
 
 # kubectl refuses to run without a parseable version ("could not parse
@@ -50,6 +54,7 @@ kube-controller-manager ${KUBE_MODULE} k8s.io/kubernetes/cmd/kube-controller-man
 kube-scheduler ${KUBE_MODULE} k8s.io/kubernetes/cmd/kube-scheduler
 kubectl ${KUBE_MODULE} k8s.io/kubernetes/cmd/kubectl
 kubelet-upstream ${KUBE_MODULE} k8s.io/kubernetes/cmd/kubelet
+csistandin ${CSI_MODULE} github.com/seed-kubelet/kubelet/test/tools/csi
 EOF
   # Built only when named (hack/conformance.sh does).
   [[ ${1:-} == all ]] || return 0
