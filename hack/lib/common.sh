@@ -50,7 +50,15 @@ start_daemon() {
   local pidfile=$1 logfile=$2
   shift 2
   mkdir -p "$(dirname "$pidfile")" "$(dirname "$logfile")"
-  setsid "$@" </dev/null >>"$logfile" 2>&1 &
+  # Close every inherited descriptor above 2 first: a daemon started under
+  # `flock FILE cmd` would otherwise hold the lock for as long as it runs.
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      ((fd > 2)) && eval "exec ${fd}>&-" 2>/dev/null
+    done
+    exec setsid "$@"
+  ) </dev/null >>"$logfile" 2>&1 &
   echo $! >"$pidfile"
 }
 

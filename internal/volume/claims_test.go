@@ -216,4 +216,3 @@ func TestClaimVolumes(t *testing.T) {
 		t.Errorf("local volume dir left: %v", err)
 	}
 }
-

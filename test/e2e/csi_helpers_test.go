@@ -222,7 +222,9 @@ func (c *csiStandIn) storageClass() string {
 	if _, err := c.n.client.StorageV1().StorageClasses().Create(ctxT(c.t), sc, metav1.CreateOptions{}); err != nil {
 		c.t.Fatal(err)
 	}
-	c.t.Cleanup(func() { c.n.client.StorageV1().StorageClasses().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	c.t.Cleanup(func() {
+		c.n.client.StorageV1().StorageClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 	return name
 }
 

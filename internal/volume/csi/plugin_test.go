@@ -152,7 +152,6 @@ func testPod(uid string) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + uid, Namespace: "ns", UID: types.UID("uid-" + uid)}, Spec: v1.PodSpec{ServiceAccountName: "sa"}}
 }
 
-
 func readData(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "vol_data.json"))
