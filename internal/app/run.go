@@ -248,7 +248,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	statsProvider := stats.New(stats.Config{
 		Runtime: client.Runtime, Images: client.Image, Pods: podMgr, NodeName: nodeName,
 		RootDir: flags.RootDirectory, PodLogsDir: cfg.PodLogsDir, Clock: clk,
-		VolumeStatsAggPeriod: cfg.VolumeStatsAggPeriod.Duration,
+		VolumeStatsAggPeriod: cfg.VolumeStatsAggPeriod.Duration, PluginVolumes: pluginVolumeStats(volumes, store.csi),
 	})
 	evictionMgr, err := newEvictionManager(evictionDeps{
 		cfg: cfg, rootDir: flags.RootDirectory, nodeName: nodeName, clock: clk, stats: statsProvider,

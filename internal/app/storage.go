@@ -4,14 +4,17 @@ import (
 	"context"
 	"path/filepath"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/kubeclient"
+	"github.com/seed-kubelet/kubelet/internal/node/stats"
 	"github.com/seed-kubelet/kubelet/internal/pods/podinputs"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/volume"
@@ -123,4 +126,46 @@ func (iv *imageVolumes) EnsureImageVolume(ctx context.Context, pod *v1.Pod, ref 
 		auth = iv.creds(ctx, pod, ref)
 	}
 	return iv.puller.EnsureImage(ctx, pod, c, nil, auth)
+}
+
+// pluginVolumeStats reports the pod's claim and CSI volumes to the stats:
+// CSI volumes through NodeGetVolumeStats, local volumes measured on disk.
+func pluginVolumeStats(volumes *volume.Manager, plugin *csi.Plugin) func(pod *v1.Pod) []stats.PluginVolume {
+	return func(pod *v1.Pod) []stats.PluginVolume {
+		var out []stats.PluginVolume
+		for _, mv := range volumes.MeasuredVolumes(pod) {
+			pv := stats.PluginVolume{Name: mv.Name, Path: mv.Path}
+			if mv.Claim != "" {
+				pv.PVC = &statsapi.PVCReference{Name: mv.Claim, Namespace: pod.Namespace}
+			}
+			if mv.CSISpec == "" {
+				path := mv.Path
+				pv.Measure = func() (stats.VolumeUsage, error) { return stats.MeasureDir(path) }
+			} else {
+				uid, spec := string(pod.UID), mv.CSISpec
+				pv.Measure = func() (stats.VolumeUsage, error) {
+					ctx, cancel := context.WithTimeout(context.Background(), csiStatsTimeout)
+					defer cancel()
+					u, err := plugin.VolumeStats(ctx, uid, spec)
+					if err != nil {
+						return stats.VolumeUsage{}, err
+					}
+					return stats.VolumeUsage{UsedBytes: nonNeg(u.UsedBytes), CapacityBytes: nonNeg(u.CapacityBytes), AvailableBytes: nonNeg(u.AvailableBytes),
+						Inodes: nonNeg(u.Inodes), InodesFree: nonNeg(u.InodesFree), InodesUsed: nonNeg(u.InodesUsed)}, nil
+				}
+			}
+			out = append(out, pv)
+		}
+		return out
+	}
+}
+
+// csiStatsTimeout bounds one NodeGetVolumeStats call.
+const csiStatsTimeout = 30 * time.Second
+
+func nonNeg(v int64) uint64 {
+	if v < 0 {
+		return 0
+	}
+	return uint64(v)
 }

@@ -62,6 +62,37 @@ type pluginVolume struct {
 	republish *csi.Request
 	// claim is the claim's name (stats report it).
 	claim string
+	// csiSpec is the CSI volume's spec name (its directory), local marks a
+	// local PersistentVolume: the volumes whose usage is reported.
+	csiSpec string
+	local   bool
+}
+
+// MeasuredVolume is a plugin volume set up for a pod whose usage the stats
+// report: a CSI volume (measured by its driver's NodeGetVolumeStats) or a
+// local PersistentVolume (measured on disk).
+type MeasuredVolume struct {
+	// Name is the pod's volume name; Claim the claim it comes from ("" for
+	// an inline volume).
+	Name, Claim string
+	// Path is the published directory.
+	Path string
+	// CSISpec is the CSI volume's spec name; empty for a local volume.
+	CSISpec string
+}
+
+// MeasuredVolumes lists the pod's plugin volumes set up by this process
+// whose usage is reported (hostPath and image volumes are not, as upstream).
+func (m *Manager) MeasuredVolumes(pod *v1.Pod) []MeasuredVolume {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []MeasuredVolume
+	for name, st := range m.plugins[string(pod.UID)] {
+		if st.csiSpec != "" || st.local {
+			out = append(out, MeasuredVolume{Name: name, Claim: st.claim, Path: st.path, CSISpec: st.csiSpec})
+		}
+	}
+	return out
 }
 
 func (m *Manager) pluginState(uid, name string) (pluginVolume, bool) {
@@ -164,9 +195,17 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, r csi.Request, clai
 	}
 	gid, policy := FSGroup(pod)
 	r.FSGroup = gid
-	res, err := m.cfg.CSI.SetUp(ctx, r)
-	if err != nil {
-		return pluginVolume{}, err
+	var res csi.Result
+	if csi.Published(m.cfg.PodsDir, string(pod.UID), r.SpecName) {
+		// Published by an earlier kubelet process: in use by the pod's
+		// containers, which must not wait for the driver to register again.
+		res.Path = csi.PodMountPath(m.cfg.PodsDir, string(pod.UID), r.SpecName)
+		klog.V(2).InfoS("CSI volume found published on disk", "pod", klog.KObj(pod), "volume", r.SpecName, "path", res.Path)
+	} else {
+		var err error
+		if res, err = m.cfg.CSI.SetUp(ctx, r); err != nil {
+			return pluginVolume{}, err
+		}
 	}
 	if res.ApplyFSGroup {
 		if err := setOwnership(res.Path, gid, policy, false); err != nil {
@@ -174,7 +213,7 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *v1.Pod, r csi.Request, clai
 		}
 	}
 	readOnly := r.ReadOnly || (r.Inline != nil && r.Inline.ReadOnly != nil && *r.Inline.ReadOnly)
-	st := pluginVolume{path: res.Path, readOnly: readOnly, claim: claim}
+	st := pluginVolume{path: res.Path, readOnly: readOnly, claim: claim, csiSpec: r.SpecName}
 	driver := ""
 	if r.PV != nil {
 		driver = r.PV.Spec.CSI.Driver
@@ -230,7 +269,7 @@ func (m *Manager) setUpLocal(pod *v1.Pod, pv *v1.PersistentVolume, readOnly bool
 			}
 		}
 	}
-	return pluginVolume{path: dir, readOnly: readOnly}, nil
+	return pluginVolume{path: dir, readOnly: readOnly, local: true}, nil
 }
 
 // tearDownPlugins unpublishes the pod's CSI volumes and unmounts its local

@@ -340,3 +340,5 @@ func waitEvent(t *testing.T, n *node, ns, pod, reason, text string) v1.Event {
 	})
 	return got
 }
+
+func resourceQty(s string) resource.Quantity { return resource.MustParse(s) }

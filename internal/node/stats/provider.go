@@ -55,6 +55,9 @@ type Config struct {
 	// upstream's volumeStatsAggPeriod disables them. Volumes are known
 	// only through Pods.
 	VolumeStatsAggPeriod time.Duration
+	// PluginVolumes lists a pod's volumes that plugins measure (claims'
+	// CSI and local volumes, CSI inline volumes); nil reports none.
+	PluginVolumes func(pod *v1.Pod) []PluginVolume
 	// ShowHiddenMetrics also exposes scrape_error, deprecated since 1.29 and
 	// hidden by upstream v1.36 unless --show-hidden-metrics-for-version is set.
 	ShowHiddenMetrics bool

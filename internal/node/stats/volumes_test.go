@@ -304,3 +304,44 @@ func TestSummaryVolumes(t *testing.T) {
 		t.Errorf("the volumes of a pod no longer reported are still cached: %v", f.p.volumes.entries)
 	}
 }
+
+// Claims' volumes are measured by their plugin and reported with their
+// claim; they do not count in the pod's ephemeral storage.
+func TestSummaryPluginVolumes(t *testing.T) {
+	f := newFixture(t)
+	pod := podWithUID("u-1")
+	f.p.cfg.Pods = fakePods{pod}
+	f.p.volumes = newVolumeCache(volumeCacheConfig{Clock: f.clock, Period: time.Minute, Spawn: func(fn func()) { fn() }})
+	noVolumes, err := f.p.Summary(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	f.p.cfg.PluginVolumes = func(p *v1.Pod) []PluginVolume {
+		return []PluginVolume{{Name: "data", PVC: &statsapi.PVCReference{Name: "claim", Namespace: "default"}, Path: "/pods/u-1/volumes/kubernetes.io~csi/pv-1/mount",
+			Measure: func() (VolumeUsage, error) {
+				calls++
+				return VolumeUsage{UsedBytes: 4096, CapacityBytes: 1 << 30, AvailableBytes: 1<<30 - 4096, Inodes: 100, InodesFree: 90, InodesUsed: 10}, nil
+			}}}
+	}
+	if _, err := f.p.Summary(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.p.Summary(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := findPod(t, s, "a")
+	if len(a.VolumeStats) != 1 || calls != 1 {
+		t.Fatalf("volume stats %+v after %d measurements", a.VolumeStats, calls)
+	}
+	vs := a.VolumeStats[0]
+	if vs.Name != "data" || vs.PVCRef == nil || vs.PVCRef.Name != "claim" || *vs.UsedBytes != 4096 || *vs.CapacityBytes != 1<<30 ||
+		*vs.AvailableBytes != 1<<30-4096 || *vs.Inodes != 100 || *vs.InodesFree != 90 || *vs.InodesUsed != 10 {
+		t.Errorf("volume %+v (pvc %+v)", vs.FsStats, vs.PVCRef)
+	}
+	before := findPod(t, noVolumes, "a")
+	if *a.EphemeralStorage.UsedBytes != *before.EphemeralStorage.UsedBytes {
+		t.Errorf("a claim's volume counted in ephemeral storage: %d, was %d", *a.EphemeralStorage.UsedBytes, *before.EphemeralStorage.UsedBytes)
+	}
+}

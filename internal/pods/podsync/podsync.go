@@ -204,6 +204,9 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	if err != nil {
 		return podworkers.Outcome{}, fmt.Errorf("get runtime status of pod %s: %w", klog.KObj(pod), err)
 	}
+	// The prober learns the running containers first, so that a kubelet
+	// that restarts does not report them unready for a sync.
+	s.probe(pod, st)
 	ps := s.publish(pod, st)
 	if ps.Phase == v1.PodSucceeded || ps.Phase == v1.PodFailed {
 		return podworkers.Outcome{Terminal: true}, nil

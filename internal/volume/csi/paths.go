@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/seed-kubelet/kubelet/internal/volume/mountpoint"
 )
 
 // Names and layout, as upstream's kubernetes.io/csi plugin keeps them.
@@ -183,4 +185,17 @@ func globalVolumesOnDisk(rootDir string) []globalVolume {
 		}
 	}
 	return out
+}
+
+// Published reports whether a pod volume is published on disk: its
+// vol_data.json names a driver and its target is mounted. A kubelet that
+// restarts takes such a volume as set up, as upstream reconstructs mounted
+// volumes, instead of making a running pod wait for its driver.
+func Published(podsDir, uid, specName string) bool {
+	dir := PodVolumeDir(podsDir, uid, specName)
+	if _, err := readVolData(dir); err != nil {
+		return false
+	}
+	ok, err := mountpoint.IsMountPoint(filepath.Join(dir, podMount))
+	return err == nil && ok
 }
