@@ -378,14 +378,18 @@ func TestCSIBadInput(t *testing.T) {
 		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { n.client.StorageV1().CSIDrivers().Delete(context.Background(), missing, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		n.client.StorageV1().CSIDrivers().Delete(context.Background(), missing, metav1.DeleteOptions{})
+	})
 	pvName := "nodriver-" + randHex(4)
 	if _, err := n.client.CoreV1().PersistentVolumes().Create(ctx, &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName}, Spec: v1.PersistentVolumeSpec{
 		StorageClassName: "manual", AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, Capacity: v1.ResourceList{v1.ResourceStorage: resourceQty("1Mi")},
 		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: missing, VolumeHandle: "h1"}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { n.client.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		n.client.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{})
+	})
 	nodriver := claim("nodriver", "manual", "1Mi")
 	nodriver.Spec.VolumeName = pvName
 	if _, err := n.client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, nodriver, metav1.CreateOptions{}); err != nil {
