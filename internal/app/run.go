@@ -186,7 +186,7 @@ func Run(ctx context.Context, o *options.Options) error {
 		Runtime: client.Runtime, Images: puller, Clock: clk, Recorder: recorder, Spec: spec, Credentials: creds,
 		PodsDir: podsDir, ContainerLogsDir: containerLogsDir, HostIPs: hostIPs,
 		DeadContainerMinAge: gcPolicy.MinAge, CleanLogs: logRotation.Clean,
-		Mounts: volumes.Mounts, TearDownVolumes: volumes.TearDown, PodCgroups: containerMgr,
+		Mounts: volumes.Mounts, Devices: volumes.Devices, TearDownVolumes: volumes.TearDown, PodCgroups: containerMgr,
 		RunHook: func(ctx context.Context, h *v1.LifecycleHandler, c *v1.Container, id, podIP string, timeout time.Duration) error {
 			return prober.RunHook(ctx, h, c, id, podIP, client.Runtime, clk, timeout)
 		},

@@ -29,6 +29,8 @@ type Claims interface {
 // CSI is the CSI node side (internal/volume/csi).
 type CSI interface {
 	SetUp(ctx context.Context, r csi.Request) (csi.Result, error)
+	// SetUpBlock maps a volumeMode Block volume and returns its device.
+	SetUpBlock(ctx context.Context, r csi.Request) (string, error)
 	TearDownPod(ctx context.Context, uid string) error
 	// RequiresRepublish reports whether the driver wants NodePublishVolume
 	// again periodically (its CSIDriver's requiresRepublish).
@@ -60,6 +62,8 @@ type pluginVolume struct {
 	image *runtimeapi.ImageSpec
 	// republish is the CSI request to repeat for requiresRepublish drivers.
 	republish *csi.Request
+	// device is set for a block volume: the host path of its device.
+	device string
 	// claim is the claim's name (stats report it).
 	claim string
 	// csiSpec is the CSI volume's spec name (its directory), local marks a
@@ -166,7 +170,14 @@ func (m *Manager) setUpPlugin(ctx context.Context, pod *v1.Pod, vol *v1.Volume) 
 	var st pluginVolume
 	switch {
 	case pv.Spec.CSI != nil && block:
-		return pluginVolume{}, &csi.OpError{Op: "MapVolume.SetUpDevice", Volume: pv.Name, Err: errors.New("volumeMode Block is not supported by this kubelet yet")}
+		if m.cfg.CSI == nil {
+			return pluginVolume{}, &csi.OpError{Op: "MapVolume.SetUpDevice", Volume: pv.Name, Err: errors.New("CSI volumes are not available")}
+		}
+		dev, published := csi.BlockPublished(m.cfg.PodsDir, string(pod.UID), pv.Name)
+		if !published {
+			dev, err = m.cfg.CSI.SetUpBlock(ctx, csi.Request{Pod: pod, SpecName: pv.Name, PV: pv, ReadOnly: readOnly})
+		}
+		st = pluginVolume{device: dev, readOnly: readOnly}
 	case pv.Spec.CSI != nil:
 		st, err = m.setUpCSI(ctx, pod, csi.Request{Pod: pod, SpecName: pv.Name, PV: pv, ReadOnly: readOnly}, name)
 	case block:
@@ -410,4 +421,23 @@ func pluginFailureMessage(f Failure) (string, bool) {
 		return oe.Error(), true
 	}
 	return "", false
+}
+
+// Devices returns the CRI devices of a container's volumeDevices: the block
+// volumes set up for the pod ("r" for a read-only claim, else "mrw", as
+// upstream).
+func (m *Manager) Devices(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Device, error) {
+	var out []*runtimeapi.Device
+	for _, vd := range c.VolumeDevices {
+		st, ok := m.pluginState(string(pod.UID), vd.Name)
+		if !ok || st.device == "" {
+			return nil, fmt.Errorf("volume %q is not mapped as a block device for container %q", vd.Name, c.Name)
+		}
+		perms := "mrw"
+		if st.readOnly {
+			perms = "r"
+		}
+		out = append(out, &runtimeapi.Device{ContainerPath: vd.DevicePath, HostPath: st.device, Permissions: perms})
+	}
+	return out, nil
 }

@@ -34,23 +34,26 @@ type SetUpResult struct {
 }
 
 // UsedVolumes returns the names of the volumes some container of pod (init,
-// app or ephemeral) mounts, in spec order; unused volumes are never set
+// app or ephemeral) mounts or maps as a device, in spec order; unused volumes are never set
 // up, as upstream. It is pure.
 func UsedVolumes(pod *v1.Pod) []string {
 	used := map[string]bool{}
-	add := func(mounts []v1.VolumeMount) {
+	add := func(mounts []v1.VolumeMount, devices []v1.VolumeDevice) {
 		for _, vm := range mounts {
 			used[vm.Name] = true
 		}
+		for _, vd := range devices {
+			used[vd.Name] = true
+		}
 	}
 	for i := range pod.Spec.InitContainers {
-		add(pod.Spec.InitContainers[i].VolumeMounts)
+		add(pod.Spec.InitContainers[i].VolumeMounts, pod.Spec.InitContainers[i].VolumeDevices)
 	}
 	for i := range pod.Spec.Containers {
-		add(pod.Spec.Containers[i].VolumeMounts)
+		add(pod.Spec.Containers[i].VolumeMounts, pod.Spec.Containers[i].VolumeDevices)
 	}
 	for i := range pod.Spec.EphemeralContainers {
-		add(pod.Spec.EphemeralContainers[i].VolumeMounts)
+		add(pod.Spec.EphemeralContainers[i].VolumeMounts, pod.Spec.EphemeralContainers[i].VolumeDevices)
 	}
 	var out []string
 	for i := range pod.Spec.Volumes {

@@ -405,3 +405,44 @@ func TestCleanupOrphansUnstagesUnreferencedGlobalMounts(t *testing.T) {
 	}
 	equalCalls(t, e.srv.takeCalls(), "NodeUnstageVolume h-b")
 }
+
+func TestBlockVolume(t *testing.T) {
+	e := newEnv(t, csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+	p := New(e.cfg)
+	ctx := context.Background()
+	pv := testPV("h1")
+	pv.Spec.VolumeMode = ptr.To(v1.PersistentVolumeBlock)
+	dev, err := p.SetUpBlock(ctx, Request{Pod: testPod("a"), SpecName: pv.Name, PV: pv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(e.root, "plugins", "kubernetes.io", "csi", "volumeDevices")
+	if dev != filepath.Join(e.pods, "uid-a", "volumeDevices", "kubernetes.io~csi", pv.Name) {
+		t.Fatalf("device %s", dev)
+	}
+	if target, err := os.Readlink(dev); err != nil || target != filepath.Join(base, "publish", pv.Name, "uid-a") {
+		t.Fatalf("device link -> %s (%v)", target, err)
+	}
+	equalCalls(t, e.srv.takeCalls(), "NodeStageVolume h1", "NodePublishVolume h1")
+	if e.srv.stage.VolumeCapability.GetBlock() == nil || e.srv.stage.StagingTargetPath != filepath.Join(base, "staging", pv.Name) {
+		t.Fatalf("stage %v at %s", e.srv.stage.VolumeCapability, e.srv.stage.StagingTargetPath)
+	}
+	if d := readData(t, filepath.Join(base, pv.Name, "data")); d[keyVolumeHandle] != "h1" || d[keyDriverName] != driverName {
+		t.Fatalf("vol_data.json %v", d)
+	}
+	if _, err := p.SetUpBlock(ctx, Request{Pod: testPod("b"), SpecName: pv.Name, PV: pv}); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.takeCalls()
+	if err := p.TearDownPod(ctx, "uid-a"); err != nil {
+		t.Fatal(err)
+	}
+	equalCalls(t, e.srv.takeCalls(), "NodeUnpublishVolume h1")
+	if err := p.TearDownPod(ctx, "uid-b"); err != nil {
+		t.Fatal(err)
+	}
+	equalCalls(t, e.srv.takeCalls(), "NodeUnpublishVolume h1", "NodeUnstageVolume h1")
+	if _, err := os.Stat(filepath.Join(base, pv.Name)); !os.IsNotExist(err) {
+		t.Errorf("block data dir left: %v", err)
+	}
+}

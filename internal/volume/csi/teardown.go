@@ -29,6 +29,15 @@ func (p *Plugin) TearDownPod(ctx context.Context, uid string) error {
 			errs = append(errs, err)
 		}
 	}
+	blocks, err := blockVolumes(p.cfg.PodsDir, uid)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, spec := range blocks {
+		if err := p.tearDownBlock(ctx, uid, spec); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	// Staged for this pod but never published (a publish that failed).
 	p.mu.Lock()
 	var staged []string
@@ -49,10 +58,11 @@ func (p *Plugin) TearDownPod(ctx context.Context, uid string) error {
 	return errors.Join(errs...)
 }
 
-// HasVolumes reports whether the pod still has CSI volume directories.
+// HasVolumes reports whether the pod still has CSI volumes on disk.
 func (p *Plugin) HasVolumes(uid string) bool {
 	vols, err := podVolumesOnDisk(p.cfg.PodsDir, uid)
-	return err != nil || len(vols) > 0
+	blocks, berr := blockVolumes(p.cfg.PodsDir, uid)
+	return err != nil || berr != nil || len(vols) > 0 || len(blocks) > 0
 }
 
 func (p *Plugin) tearDownVolume(ctx context.Context, v PodVolume) error {
@@ -163,8 +173,7 @@ func (p *Plugin) CleanupOrphans(ctx context.Context, keep map[string]bool) error
 			if keep[e.Name()] {
 				continue
 			}
-			vols, err := podVolumesOnDisk(p.cfg.PodsDir, e.Name())
-			if err != nil || len(vols) == 0 {
+			if !p.HasVolumes(e.Name()) {
 				continue
 			}
 			klog.V(2).InfoS("Tearing down the CSI volumes of an orphaned pod", "podUID", e.Name())
