@@ -13,8 +13,8 @@
 # CLI that runs it in parallel, and agnhost and nonewprivs, programs of
 # upstream's test images (hack/conformance.sh packages them into images).
 #
-# A binary newer than its module's go.mod and go.sum (and this script) is
-# kept; FORCE=1 rebuilds everything. The first build takes several minutes
+# A binary newer than its module's go.mod, go.sum and Go files (and this
+# script) is kept; FORCE=1 rebuilds everything. The first build takes several minutes
 # (kube-apiserver alone about 5 on 2 cores); later ones hit the Go build cache.
 #
 # Usage: hack/build-cluster-tools.sh [NAME...]
@@ -70,7 +70,9 @@ EOF
 up_to_date() {
   local bin=$1 dir=$2 dep
   [[ ${FORCE:-0} != 1 && -x $bin ]] || return 1
-  for dep in "${dir}/go.mod" "${dir}/go.sum" "$SELF"; do
+  # Sources in the module itself (the CSI stand-ins) count too.
+  for dep in "${dir}/go.mod" "${dir}/go.sum" "$SELF" "$dir"/*.go; do
+    [[ -e $dep ]] || continue
     [[ $bin -nt $dep ]] || return 1
   done
 }

@@ -46,6 +46,8 @@ type driver struct {
 	// before answering; when the second exists it fails with Internal.
 	crashPublish, failPublish string
 	mountGroup                bool
+	// noTopology: the volumes are reachable from every node (one machine).
+	noTopology bool
 
 	mu sync.Mutex
 }
@@ -62,6 +64,7 @@ func runDriver(args []string) error {
 	fl.StringVar(&d.crashPublish, "crash-publish-if", "", "die in NodePublishVolume, after mounting, while this file exists")
 	fl.StringVar(&d.failPublish, "fail-publish-if", "", "fail NodePublishVolume while this file exists")
 	fl.BoolVar(&d.mountGroup, "volume-mount-group", false, "report VOLUME_MOUNT_GROUP and apply fsGroup itself")
+	fl.BoolVar(&d.noTopology, "no-topology", false, "report no topology: every node of this machine reaches every volume")
 	fl.Parse(args)
 	if *endpoint == "" || d.nodeID == "" || d.dataDir == "" {
 		return errors.New("--endpoint, --nodeid and --datadir are required")
@@ -172,10 +175,11 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 	} else if err := os.MkdirAll(d.volumePath(id), 0o777); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	return &csi.CreateVolumeResponse{Volume: &csi.Volume{
-		VolumeId: id, CapacityBytes: size,
-		AccessibleTopology: []*csi.Topology{{Segments: map[string]string{TopologyKey: d.nodeID}}},
-	}}, nil
+	vol := &csi.Volume{VolumeId: id, CapacityBytes: size}
+	if !d.noTopology {
+		vol.AccessibleTopology = []*csi.Topology{{Segments: map[string]string{TopologyKey: d.nodeID}}}
+	}
+	return &csi.CreateVolumeResponse{Volume: vol}, nil
 }
 
 func (d *driver) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
@@ -208,8 +212,11 @@ func (d *driver) ValidateVolumeCapabilities(_ context.Context, req *csi.Validate
 // Node
 
 func (d *driver) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
-	return &csi.NodeGetInfoResponse{NodeId: d.nodeID, MaxVolumesPerNode: d.maxVolumes,
-		AccessibleTopology: &csi.Topology{Segments: map[string]string{TopologyKey: d.nodeID}}}, nil
+	info := &csi.NodeGetInfoResponse{NodeId: d.nodeID, MaxVolumesPerNode: d.maxVolumes}
+	if !d.noTopology {
+		info.AccessibleTopology = &csi.Topology{Segments: map[string]string{TopologyKey: d.nodeID}}
+	}
+	return info, nil
 }
 
 func (d *driver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
