@@ -59,7 +59,9 @@ func TestCSIDynamicVolumeKeepsData(t *testing.T) {
 	if _, err := n.client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim("data", sc, "16Mi"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	stage := time.Now()
 	pv := boundVolume(t, n, ns, "data")
+	t.Logf("claim bound after %v", time.Since(stage).Round(time.Millisecond))
 	writer := podWithClaim(n.NodeName, "writer", "data", "sh", "-c", "echo hello-from-writer > /data/file; sleep 3600")
 	if _, err := n.client.CoreV1().Pods(ns).Create(ctx, writer, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -125,7 +127,9 @@ func TestCSIDynamicVolumeKeepsData(t *testing.T) {
 	if _, err := n.client.CoreV1().Pods(ns).Create(ctx, reader, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	stage = time.Now()
 	r := waitPod(t, n.client, ns, "reader", "Succeeded", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
+	t.Logf("reader succeeded after %v", time.Since(stage).Round(time.Millisecond))
 	eventually(t, 10*time.Second, "reader's log", func() (bool, error) {
 		data, err := podLog(ns, r, "main")
 		return strings.Contains(data, "hello-from-writer"), err

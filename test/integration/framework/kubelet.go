@@ -83,9 +83,12 @@ type Kubelet struct {
 	CgroupRoot string
 	LogPath    string
 	ExtraArgs  []string
-	cmd        *exec.Cmd
-	exited     chan struct{}
-	exitErr    error
+	// Binary is the kubelet to run; empty means ours (built from
+	// ./cmd/kubelet). Benchmarks set the upstream kubelet here.
+	Binary  string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	exitErr error
 }
 
 // StandaloneAuth is the kubelet API's authentication for standalone tests:
@@ -180,7 +183,11 @@ func (k *Kubelet) Start() {
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	k.cmd = exec.Command(KubeletBinary(k.t), k.Args()...)
+	bin := k.Binary
+	if bin == "" {
+		bin = KubeletBinary(k.t)
+	}
+	k.cmd = exec.Command(bin, k.Args()...)
 	k.cmd.Stdout, k.cmd.Stderr = logf, logf
 	if err := k.cmd.Start(); err != nil {
 		k.t.Fatalf("start kubelet: %v", err)

@@ -33,7 +33,13 @@ type provisioner struct {
 	ctrl   csi.ControllerClient
 }
 
-var _ controller.Provisioner = (*provisioner)(nil)
+var (
+	_ controller.Provisioner      = (*provisioner)(nil)
+	_ controller.BlockProvisioner = (*provisioner)(nil)
+)
+
+// SupportsBlock: the driver provisions volumeMode Block claims too.
+func (p *provisioner) SupportsBlock(context.Context) bool { return true }
 
 // Parameters the provisioner consumes itself rather than passing on.
 const paramFSType = "csi.storage.k8s.io/fstype"
