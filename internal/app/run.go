@@ -404,8 +404,9 @@ func startServers(ctx context.Context, d serverDeps) error {
 	resourceRegistry.MustRegister(statsProvider.ResourceMetricsCollector())
 	apiCfg := server.APIConfig{
 		Pods: d.pods, Statuses: d.statuses, Checks: d.checks, Config: cfg,
-		RunningPods:   func(ctx context.Context) ([]v1.Pod, error) { return runningPods(ctx, d.runtime) },
-		Metrics:       promhttp.HandlerFor(metrics.NewRegistry(append(append(pleg.Collectors(), imagegc.Collectors()...), eviction.Collectors()...)...), promhttp.HandlerOpts{}),
+		RunningPods: func(ctx context.Context) ([]v1.Pod, error) { return runningPods(ctx, d.runtime) },
+		Metrics: promhttp.HandlerFor(metrics.NewRegistry(append(append(append(pleg.Collectors(), imagegc.Collectors()...), eviction.Collectors()...),
+			statsProvider.VolumeStatsCollector())...), promhttp.HandlerOpts{}),
 		Summary:       statsProvider.SummaryHandler(),
 		ContainerLogs: logs.ContainerLogsHandler(logsCfg),
 		NodeLogs:      logs.NodeLogsHandler(logsCfg),

@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -343,5 +346,39 @@ func TestSummaryPluginVolumes(t *testing.T) {
 	before := findPod(t, noVolumes, "a")
 	if *a.EphemeralStorage.UsedBytes != *before.EphemeralStorage.UsedBytes {
 		t.Errorf("a claim's volume counted in ephemeral storage: %d, was %d", *a.EphemeralStorage.UsedBytes, *before.EphemeralStorage.UsedBytes)
+	}
+}
+
+func TestVolumeStatsCollector(t *testing.T) {
+	f := newFixture(t)
+	a, b := podWithUID("u-1"), podWithUID("u-2")
+	f.p.cfg.Pods = fakePods{a, b}
+	f.p.volumes = newVolumeCache(volumeCacheConfig{Clock: f.clock, Period: time.Minute, Spawn: func(fn func()) { fn() }})
+	f.p.cfg.PluginVolumes = func(p *v1.Pod) []PluginVolume {
+		return []PluginVolume{
+			// Both pods use the claim: reported once.
+			{Name: "data", PVC: &statsapi.PVCReference{Name: "shared", Namespace: "ns"}, Path: "/pods/" + string(p.UID) + "/data",
+				Measure: func() (VolumeUsage, error) {
+					return VolumeUsage{UsedBytes: 10, CapacityBytes: 100, AvailableBytes: 90, Inodes: 7, InodesFree: 5, InodesUsed: 2}, nil
+				}},
+			{Name: "inline", Path: "/pods/" + string(p.UID) + "/inline", Measure: func() (VolumeUsage, error) { return VolumeUsage{}, nil }},
+		}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(f.p.VolumeStatsCollector())
+	got, err := testutil.GatherAndCount(reg)
+	if err != nil || got != 6 {
+		t.Fatalf("%d metrics (%v), want the 6 gauges of one claim", got, err)
+	}
+	want := `
+# HELP kubelet_volume_stats_used_bytes [ALPHA] Number of used bytes in the volume
+# TYPE kubelet_volume_stats_used_bytes gauge
+kubelet_volume_stats_used_bytes{namespace="ns",persistentvolumeclaim="shared"} 10
+# HELP kubelet_volume_stats_capacity_bytes [ALPHA] Capacity in bytes of the volume
+# TYPE kubelet_volume_stats_capacity_bytes gauge
+kubelet_volume_stats_capacity_bytes{namespace="ns",persistentvolumeclaim="shared"} 100
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kubelet_volume_stats_used_bytes", "kubelet_volume_stats_capacity_bytes"); err != nil {
+		t.Error(err)
 	}
 }
