@@ -77,6 +77,10 @@ func measure(t *testing.T, c kubernetes.Interface, flavor, bin, nodeIP string) (
 authorization:
   mode: Webhook`, creds.CACert), "cgroupsPerQOS: false", "enforceNodeAllocatable: []", "cgroupDriver: cgroupfs", "nodeStatusUpdateFrequency: 4s")
 	k.NodeName, k.Binary = nodeName, bin
+	// Runs before the kubelet stops and its root goes: nothing mounted
+	// below the root may stay (the upstream kubelet keeps a volume mounted
+	// for a while after its pod is gone).
+	t.Cleanup(func() { unmountUnder(k.RootDir) })
 	k.ExtraArgs = append(k.ExtraArgs, "--kubeconfig", creds.Kubeconfig, "--node-ip", nodeIP)
 	ctx := context.Background()
 	c.CoreV1().Nodes().Delete(ctx, nodeName, metav1.DeleteOptions{})
@@ -296,4 +300,23 @@ func pct(d []time.Duration, q float64) time.Duration {
 
 func summary(d []time.Duration) string {
 	return fmt.Sprintf("%d / %d ms", median(d).Milliseconds(), pct(d, 0.9).Milliseconds())
+}
+
+// unmountUnder lazily unmounts everything mounted at or below dir.
+func unmountUnder(dir string) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var mounts []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			mounts = append(mounts, f[4])
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(mounts)))
+	for _, m := range mounts {
+		syscall.Unmount(m, syscall.MNT_DETACH)
+	}
 }
