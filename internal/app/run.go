@@ -267,7 +267,7 @@ func Run(ctx context.Context, o *options.Options) error {
 
 	dcfg := syncloop.DispatcherConfig{
 		Pods: podMgr, Workers: workers, Runtime: runtimeMgr, SourcesReady: sourcesReady,
-		CleanupPodCgroups: containerMgr.Housekeeping, CleanupPodVolumes: volumes.CleanupOrphans,
+		CleanupPodCgroups: containerMgr.Housekeeping, CleanupPodVolumes: volumes.CleanupOrphans, PodHasVolumes: volumes.PodHasVolumes,
 	}
 	ni, err := newNodeInputs(cfg, flags, nodeName, hostIPs, version.RuntimeName+"://"+version.RuntimeVersion,
 		client.Runtime, client.Image, func() error { _, err := p.Healthy(); return err })

@@ -35,6 +35,8 @@ type CSI interface {
 	// RequiresRepublish reports whether the driver wants NodePublishVolume
 	// again periodically (its CSIDriver's requiresRepublish).
 	RequiresRepublish(driver string) bool
+	// HasVolumes reports whether the pod has CSI volumes on disk.
+	HasVolumes(uid string) bool
 	// CleanupOrphans tears down the CSI volumes of pods not in keep and
 	// unstages volumes no pod publishes.
 	CleanupOrphans(ctx context.Context, keep map[string]bool) error
@@ -352,6 +354,16 @@ func (m *Manager) CleanupOrphans(ctx context.Context, keep map[string]bool) erro
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// PodHasVolumes reports whether the pod's directory still holds plugin
+// volumes (CSI, block or local) to tear down.
+func (m *Manager) PodHasVolumes(uid string) bool {
+	if m.cfg.CSI != nil && m.cfg.CSI.HasVolumes(uid) {
+		return true
+	}
+	entries, err := os.ReadDir(filepath.Join(m.cfg.PodsDir, uid, "volumes", pluginLocalVolume))
+	return err == nil && len(entries) > 0
 }
 
 // republish repeats NodePublishVolume for the pod's CSI volumes whose

@@ -3,6 +3,7 @@ package syncloop
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -68,6 +69,10 @@ type DispatcherConfig struct {
 	// the background, one pass at a time, before their directories can go.
 	// May be nil.
 	CleanupPodVolumes func(ctx context.Context, keep map[string]bool) error
+	// PodHasVolumes reports whether a pod directory (by UID) still holds
+	// volumes to tear down; such a directory is left until they are gone.
+	// May be nil.
+	PodHasVolumes func(uid string) bool
 }
 
 // MirrorHandler deletes mirror pods.
@@ -258,6 +263,10 @@ func (d *Dispatcher) HandleHousekeeping(ctx context.Context) {
 	}
 	d.cleanupVolumes(ctx, keep)
 	for _, dir := range d.cfg.Runtime.OrphanedPodDirs(keep) {
+		if d.cfg.PodHasVolumes != nil && d.cfg.PodHasVolumes(filepath.Base(dir)) {
+			klog.V(4).InfoS("Orphaned pod directory still has volumes, left for their teardown", "path", dir)
+			continue
+		}
 		klog.V(2).InfoS("Removing orphaned pod directory", "path", dir)
 		if err := os.RemoveAll(dir); err != nil {
 			klog.ErrorS(err, "Cannot remove orphaned pod directory", "path", dir)

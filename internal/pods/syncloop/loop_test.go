@@ -2,6 +2,8 @@ package syncloop
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -190,5 +192,49 @@ func TestDispatcherReconcileReadinessGates(t *testing.T) {
 	}
 	if got, _ := pods.Get("g"); len(got.Status.Conditions) != 3 {
 		t.Fatalf("pod manager holds %+v, want the patched status", got.Status.Conditions)
+	}
+}
+
+type orphanDirs struct {
+	noRuntime
+	dirs []string
+}
+
+func (o orphanDirs) OrphanedPodDirs(map[types.UID]bool) []string { return o.dirs }
+
+// An orphaned pod directory that still holds volumes is left for their
+// teardown (a background pass, started by the same housekeeping, with the
+// pods to keep); one without is removed.
+func TestHousekeepingLeavesPodDirsWithVolumes(t *testing.T) {
+	root := t.TempDir()
+	withVolumes, empty := filepath.Join(root, "uid-vol"), filepath.Join(root, "uid-empty")
+	for _, d := range []string{withVolumes, empty} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cleaned := make(chan map[string]bool, 1)
+	pods := podmanager.NewManager()
+	pods.AddOrUpdate(mkPod("uid-known", "known", nil))
+	d := NewDispatcher(DispatcherConfig{
+		Pods: pods, Workers: &fakeWorkers{states: map[types.UID]podworkers.PodState{}}, Runtime: orphanDirs{dirs: []string{withVolumes, empty}},
+		SourcesReady:      func() bool { return true },
+		PodHasVolumes:     func(uid string) bool { return uid == "uid-vol" },
+		CleanupPodVolumes: func(_ context.Context, keep map[string]bool) error { cleaned <- keep; return nil },
+	})
+	d.HandleHousekeeping(context.Background())
+	if _, err := os.Stat(withVolumes); err != nil {
+		t.Errorf("pod directory with volumes removed: %v", err)
+	}
+	if _, err := os.Stat(empty); !os.IsNotExist(err) {
+		t.Errorf("empty orphaned pod directory kept: %v", err)
+	}
+	select {
+	case keep := <-cleaned:
+		if !keep["uid-known"] || keep["uid-vol"] {
+			t.Errorf("volume cleanup keeps %v", keep)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no volume cleanup pass")
 	}
 }
