@@ -178,7 +178,29 @@ for a in "$@"; do case $a in http://* | https://*) url=$a ;; esac; done
 [ -n "$url" ] || { echo "curl (stand-in): no URL in: $*" >&2; exit 2; }
 exec wget -q -O - "$url"
 EOF
-  chmod 755 "${ag}/bin/bash" "${ag}/usr/bin/curl"
+  # hostexec pods (the storage specs' node helper) enter the host's mount
+  # namespace with nsenter --mount=/rootfs/proc/1/ns/mnt, which this machine
+  # denies for pid 1 (even to root on the host); the stand-in enters the same
+  # namespace through a containerd process's entry instead.
+  mkdir -p "${ag}/usr/local/bin"
+  cat >"${ag}/usr/local/bin/nsenter" <<'EOF'
+#!/bin/sh
+# Stand-in for nsenter: --mount=/rootfs/proc/1/ns/mnt goes through containerd.
+n=$#
+while [ "$n" -gt 0 ]; do
+  a=$1
+  shift
+  if [ "$a" = "--mount=/rootfs/proc/1/ns/mnt" ]; then
+    for p in /rootfs/proc/[0-9]*; do
+      if [ "$(cat "$p/comm" 2>/dev/null)" = containerd ]; then a="--mount=$p/ns/mnt"; break; fi
+    done
+  fi
+  set -- "$@" "$a"
+  n=$((n - 1))
+done
+exec /bin/busybox nsenter "$@"
+EOF
+  chmod 755 "${ag}/bin/bash" "${ag}/usr/bin/curl" "${ag}/usr/local/bin/nsenter"
   # netexec --tls-cert-file /localhost.crt (the https hook specs): upstream's
   # Dockerfile adds porter's test pair.
   local kdir
