@@ -23,15 +23,17 @@ import (
 // containerd 1.6 the pod waits with a FailedMount that says the runtime
 // cannot mount images, instead of starting with an empty directory.
 func TestImageVolume(t *testing.T) {
-	rs, is := framework.NewCRIClient(t)
+	rs, _ := framework.NewCRIClient(t)
 	ver, err := rs.Version(framework.Ctx(t), &runtimeapi.VersionRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	supported := volume.ImageVolumeSupport(ver.RuntimeName, ver.RuntimeVersion) == nil
 	t.Logf("runtime %s %s: image volumes supported: %v", ver.RuntimeName, ver.RuntimeVersion, supported)
-	// Always pulls from the loopback registry.
-	framework.RemoveImageIfPresent(t, is, framework.RegistryBusyboxImage)
+	// pullPolicy Always pulls from the loopback registry whether or not the
+	// image is present. (Removing it first would remove the busybox every
+	// other test uses: the registry serves the same image, and the CRI
+	// removes an image with all its names.)
 
 	k := framework.NewKubelet(t)
 	k.WriteManifest("img.yaml", fmt.Sprintf(`apiVersion: v1
