@@ -181,20 +181,27 @@ EOF
   # hostexec pods (the storage specs' node helper) enter the host's mount
   # namespace with nsenter --mount=/rootfs/proc/1/ns/mnt, which this machine
   # denies for pid 1 (even to root on the host); the stand-in enters the same
-  # namespace through a containerd process's entry instead.
+  # namespace through a containerd process's entry instead, and runs the
+  # host's /bin/sh there (busybox's nsenter would run its own sh, whose
+  # built-in applets would stand in for the host's losetup, mount, ...).
   mkdir -p "${ag}/usr/local/bin"
   cat >"${ag}/usr/local/bin/nsenter" <<'EOF'
 #!/bin/sh
 # Stand-in for nsenter: --mount=/rootfs/proc/1/ns/mnt goes through containerd.
 n=$#
+prev=
 while [ "$n" -gt 0 ]; do
   a=$1
+  orig=$1
   shift
   if [ "$a" = "--mount=/rootfs/proc/1/ns/mnt" ]; then
     for p in /rootfs/proc/[0-9]*; do
       if [ "$(cat "$p/comm" 2>/dev/null)" = containerd ]; then a="--mount=$p/ns/mnt"; break; fi
     done
+  elif [ "$prev" = "--" ] && [ "$a" = sh ]; then
+    a=/bin/sh
   fi
+  prev=$orig
   set -- "$@" "$a"
   n=$((n - 1))
 done
