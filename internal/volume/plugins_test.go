@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/volume/csi"
 )
 
 type images struct {
@@ -66,5 +68,48 @@ func TestDevicesNeedMappedBlockVolumes(t *testing.T) {
 	devs, err := m.Devices(pod, c)
 	if err != nil || len(devs) != 1 || devs[0].ContainerPath != "/dev/xvda" || devs[0].HostPath != "/pods/u1/volumeDevices/kubernetes.io~csi/pv1" || devs[0].Permissions != "r" {
 		t.Fatalf("devices %+v (%v)", devs, err)
+	}
+}
+
+// fakeCSI records SetUp calls; its driver asks for republishing.
+type fakeCSI struct {
+	setUps    []string
+	republish bool
+}
+
+func (f *fakeCSI) SetUp(_ context.Context, r csi.Request) (csi.Result, error) {
+	f.setUps = append(f.setUps, r.SpecName)
+	return csi.Result{Path: "/pods/" + string(r.Pod.UID) + "/volumes/kubernetes.io~csi/" + r.SpecName + "/mount"}, nil
+}
+func (f *fakeCSI) SetUpBlock(context.Context, csi.Request) (string, error) { return "", nil }
+func (f *fakeCSI) TearDownPod(context.Context, string) error               { return nil }
+func (f *fakeCSI) RequiresRepublish(string) bool                           { return f.republish }
+func (f *fakeCSI) HasVolumes(string) bool                                  { return false }
+func (f *fakeCSI) CleanupOrphans(context.Context, map[string]bool) error   { return nil }
+
+// A CSI inline volume is published once; Refresh (each sync of a running
+// pod) publishes it again when its driver's CSIDriver says requiresRepublish.
+func TestRequiresRepublish(t *testing.T) {
+	for _, republish := range []bool{false, true} {
+		f := &fakeCSI{republish: republish}
+		m := New(Config{PodsDir: t.TempDir(), CSI: f})
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1"}, Spec: v1.PodSpec{
+			Volumes:    []v1.Volume{{Name: "secrets", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: "vault.csi"}}}},
+			Containers: []v1.Container{{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "secrets", MountPath: "/s"}}}},
+		}}
+		if res := m.SetUpPod(context.Background(), pod); len(res.Failed) != 0 {
+			t.Fatal(res.Failed)
+		}
+		m.SetUpPod(context.Background(), pod)
+		if err := m.Refresh(context.Background(), pod); err != nil {
+			t.Fatal(err)
+		}
+		want := 1
+		if republish {
+			want = 2
+		}
+		if len(f.setUps) != want {
+			t.Errorf("requiresRepublish=%v: %d NodePublishVolume calls, want %d", republish, len(f.setUps), want)
+		}
 	}
 }
