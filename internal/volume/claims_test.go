@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -214,5 +215,79 @@ func TestClaimVolumes(t *testing.T) {
 	}
 	if _, err := os.Stat(localDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("local volume dir left: %v", err)
+	}
+}
+
+// A local PersistentVolume on a block device: formatted (ext4) and mounted
+// once, bind-mounted into the pod; in volumeMode Block mapped as a device.
+func TestLocalVolumeOnBlockDevice(t *testing.T) {
+	img := filepath.Join(t.TempDir(), "disk.img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 16<<20); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("losetup", "-f", "--show", img).Output()
+	if err != nil {
+		t.Fatalf("losetup (the suite runs as root with loop devices): %v", err)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
+
+	c := claims{pvcs: map[string]*v1.PersistentVolumeClaim{}, pvs: map[string]*v1.PersistentVolume{}}
+	pvcFS, pvFS := boundPair("fs", "pv-fs", v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: dev}})
+	pvcRaw, pvRaw := boundPair("raw", "pv-raw", v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: dev}})
+	pvRaw.Spec.VolumeMode = ptr.To(v1.PersistentVolumeBlock)
+	c.pvcs["fs"], c.pvs["pv-fs"], c.pvcs["raw"], c.pvs["pv-raw"] = pvcFS, pvFS, pvcRaw, pvRaw
+	root := t.TempDir()
+	podsDir := filepath.Join(root, "pods")
+	m := New(Config{PodsDir: podsDir, Claims: c})
+	claimVol := func(name string) v1.Volume {
+		return v1.Volume{Name: name, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}
+	}
+
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "pod-1"}, Spec: v1.PodSpec{
+		Volumes:    []v1.Volume{claimVol("fs")},
+		Containers: []v1.Container{{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "fs", MountPath: "/data"}}}},
+	}}
+	if res := m.SetUpPod(context.Background(), pod); len(res.Failed) != 0 {
+		t.Fatal(res.Failed[0].Message())
+	}
+	global := filepath.Join(root, "plugins", "kubernetes.io", "local-volume", "mounts", "pv-fs")
+	podDir := filepath.Join(podsDir, "pod-1", "volumes", "kubernetes.io~local-volume", "pv-fs")
+	for _, p := range []string{global, podDir} {
+		if ok, _ := mountpoint.IsMountPoint(p); !ok {
+			t.Fatalf("%s not mounted", p)
+		}
+	}
+	if fsType, _ := deviceFSType(dev); fsType != "ext4" {
+		t.Fatalf("device formatted as %q", fsType)
+	}
+	if err := os.WriteFile(filepath.Join(podDir, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.TearDown("pod-1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{global, podDir} {
+		if ok, _ := mountpoint.IsMountPoint(p); ok {
+			t.Fatalf("%s still mounted after teardown", p)
+		}
+	}
+
+	raw := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "ns", UID: "pod-2"}, Spec: v1.PodSpec{
+		Volumes:    []v1.Volume{claimVol("raw")},
+		Containers: []v1.Container{{Name: "c", VolumeDevices: []v1.VolumeDevice{{Name: "raw", DevicePath: "/dev/xvda"}}}},
+	}}
+	if res := m.SetUpPod(context.Background(), raw); len(res.Failed) != 0 {
+		t.Fatal(res.Failed[0].Message())
+	}
+	devs, err := m.Devices(raw, &raw.Spec.Containers[0])
+	if err != nil || len(devs) != 1 {
+		t.Fatalf("devices %v (%v)", devs, err)
+	}
+	if target, err := os.Readlink(devs[0].HostPath); err != nil || target != dev || devs[0].Permissions != "mrw" {
+		t.Fatalf("device %+v -> %s (%v)", devs[0], target, err)
 	}
 }

@@ -182,8 +182,12 @@ func (m *Manager) setUpPlugin(ctx context.Context, pod *v1.Pod, vol *v1.Volume) 
 		st = pluginVolume{device: dev, readOnly: readOnly}
 	case pv.Spec.CSI != nil:
 		st, err = m.setUpCSI(ctx, pod, csi.Request{Pod: pod, SpecName: pv.Name, PV: pv, ReadOnly: readOnly}, name)
+	case block && pv.Spec.Local != nil:
+		var dev string
+		dev, err = m.mapLocalDevice(pod, pv)
+		st = pluginVolume{device: dev, readOnly: readOnly}
 	case block:
-		err = &csi.OpError{Op: "MapVolume.SetUpDevice", Volume: pv.Name, Err: fmt.Errorf("volumeMode Block is supported for CSI volumes only, not for source %s", SourceName(&pv.Spec.PersistentVolumeSource))}
+		err = &csi.OpError{Op: "MapVolume.SetUpDevice", Volume: pv.Name, Err: fmt.Errorf("volumeMode Block is supported for CSI and local volumes, not for source %s", SourceName(&pv.Spec.PersistentVolumeSource))}
 	case pv.Spec.Local != nil:
 		st, err = m.setUpLocal(pod, pv, readOnly)
 	case pv.Spec.HostPath != nil:
@@ -251,8 +255,13 @@ func (m *Manager) setUpLocal(pod *v1.Pod, pv *v1.PersistentVolume, readOnly bool
 	if err != nil {
 		return fail(fmt.Errorf("path %q does not exist", src))
 	}
-	if !fi.IsDir() {
-		return fail(fmt.Errorf("path %q is not a directory (block local volumes are not supported by this kubelet)", src))
+	switch {
+	case isBlockDevice(fi):
+		if src, err = m.mountLocalDevice(pv, src); err != nil {
+			return pluginVolume{}, &csi.OpError{Op: csi.OpMountDevice, Volume: pv.Name, Err: err}
+		}
+	case !fi.IsDir():
+		return fail(fmt.Errorf("path %q is neither a directory nor a block device", src))
 	}
 	dir := filepath.Join(m.cfg.PodsDir, string(pod.UID), "volumes", pluginLocalVolume, pv.Name)
 	mounted, err := mountpoint.IsMountPoint(dir)
@@ -310,6 +319,9 @@ func (m *Manager) tearDownPlugins(ctx context.Context, uid string) error {
 		if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
+	}
+	if err := m.releaseLocalDevices(uid); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
 		m.mu.Lock()
