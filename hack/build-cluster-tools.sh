@@ -4,6 +4,9 @@
 #   etcd                     go.etcd.io/etcd/server/v3 (module test/tools/etcd)
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet
 #                            k8s.io/kubernetes v1.36.3 (module test/tools/kubernetes)
+#   csistandin               the CSI test stand-ins: a host-path driver, a
+#                            node-driver-registrar and a provisioner/attacher
+#                            (module test/tools/csi)
 # The upstream kubelet lands in _output/bin/kubelet-upstream, so that nothing
 # mistakes it for ours. kubeadm (same module) drives test/e2e's kubeadm
 # init/join tests and their control-plane images (hack/kubeadm-images.sh). For hack/conformance.sh it also builds upstream's e2e
@@ -11,8 +14,8 @@
 # CLI that runs it in parallel, and agnhost and nonewprivs, programs of
 # upstream's test images (hack/conformance.sh packages them into images).
 #
-# A binary newer than its module's go.mod and go.sum (and this script) is
-# kept; FORCE=1 rebuilds everything. The first build takes several minutes
+# A binary newer than its module's go.mod, go.sum and Go files (and this
+# script) is kept; FORCE=1 rebuilds everything. The first build takes several minutes
 # (kube-apiserver alone about 5 on 2 cores); later ones hit the Go build cache.
 #
 # Usage: hack/build-cluster-tools.sh [NAME...]
@@ -25,6 +28,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 KUBE_VERSION=v1.36.3
 KUBE_MODULE=${REPO_ROOT}/test/tools/kubernetes
 ETCD_MODULE=${REPO_ROOT}/test/tools/etcd
+CSI_MODULE=${REPO_ROOT}/test/tools/csi
 SELF=${REPO_ROOT}/hack/build-cluster-tools.sh
 
 # kubectl refuses to run without a parseable version ("could not parse
@@ -52,6 +56,7 @@ kube-controller-manager ${KUBE_MODULE} k8s.io/kubernetes/cmd/kube-controller-man
 kube-scheduler ${KUBE_MODULE} k8s.io/kubernetes/cmd/kube-scheduler
 kubectl ${KUBE_MODULE} k8s.io/kubernetes/cmd/kubectl
 kubelet-upstream ${KUBE_MODULE} k8s.io/kubernetes/cmd/kubelet
+csistandin ${CSI_MODULE} github.com/seed-kubelet/kubelet/test/tools/csi
 EOF
   # Built only when named (hack/conformance.sh does).
   [[ ${1:-} == all ]] || return 0
@@ -68,7 +73,9 @@ EOF
 up_to_date() {
   local bin=$1 dir=$2 dep
   [[ ${FORCE:-0} != 1 && -x $bin ]] || return 1
-  for dep in "${dir}/go.mod" "${dir}/go.sum" "$SELF"; do
+  # Sources in the module itself (the CSI stand-ins) count too.
+  for dep in "${dir}/go.mod" "${dir}/go.sum" "$SELF" "$dir"/*.go; do
+    [[ -e $dep ]] || continue
     [[ $bin -nt $dep ]] || return 1
   done
 }

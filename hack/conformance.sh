@@ -53,6 +53,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
 cd "$REPO_ROOT"
 
 OUT=${CONFORMANCE_OUT:-/var/tmp/seed-conformance}
+# Ginkgo label filter ("" for none; hack/storage-conformance.sh selects by name).
+LABEL_FILTER=${CONFORMANCE_LABEL_FILTER-NodeConformance}
+# CONFORMANCE_CSI=1 runs the CSI stand-ins (test/tools/csi) on every node and
+# makes their StorageClass the default, for specs that provision volumes.
+CSI=${CONFORMANCE_CSI:-0}
+CSI_DRIVER=conformance.csi.seed.test
+CSI_CLASS=conformance-csi
 PROCS=${CONFORMANCE_PROCS:-6}
 FLAKE_ATTEMPTS=${CONFORMANCE_FLAKE_ATTEMPTS:-1}
 SUITE_TIMEOUT=${CONFORMANCE_TIMEOUT:-90m}
@@ -94,6 +101,7 @@ kc() { "$KUBECTL" --kubeconfig "$ADMIN_KUBECONFIG" "$@"; }
 
 build_all() {
   local tools=(e2e.test agnhost nonewprivs ginkgo) b
+  [[ $CSI == 1 ]] && tools+=(csistandin)
   # The shared control plane's tools are only built when missing here: a
   # rebuild would make hack/start-control-plane.sh restart it for everyone.
   for b in kubelet-upstream kubectl; do [[ -x ${BIN_DIR}/${b} ]] || tools+=("$b"); done
@@ -170,7 +178,36 @@ for a in "$@"; do case $a in http://* | https://*) url=$a ;; esac; done
 [ -n "$url" ] || { echo "curl (stand-in): no URL in: $*" >&2; exit 2; }
 exec wget -q -O - "$url"
 EOF
-  chmod 755 "${ag}/bin/bash" "${ag}/usr/bin/curl"
+  # hostexec pods (the storage specs' node helper) enter the host's mount
+  # namespace with nsenter --mount=/rootfs/proc/1/ns/mnt, which this machine
+  # denies for pid 1 (even to root on the host); the stand-in enters the same
+  # namespace through a containerd process's entry instead, and runs the
+  # host's /bin/sh there (busybox's nsenter would run its own sh, whose
+  # built-in applets would stand in for the host's losetup, mount, ...).
+  mkdir -p "${ag}/usr/local/bin"
+  cat >"${ag}/usr/local/bin/nsenter" <<'EOF'
+#!/bin/sh
+# Stand-in for nsenter: --mount=/rootfs/proc/1/ns/mnt goes through containerd.
+n=$#
+prev=
+while [ "$n" -gt 0 ]; do
+  a=$1
+  orig=$1
+  shift
+  if [ "$a" = "--mount=/rootfs/proc/1/ns/mnt" ]; then
+    for p in /rootfs/proc/[0-9]*; do
+      if [ "$(cat "$p/comm" 2>/dev/null)" = containerd ]; then a="--mount=$p/ns/mnt"; break; fi
+    done
+  elif [ "$prev" = "--" ] && [ "$a" = sh ]; then
+    a=/bin/sh
+  fi
+  prev=$orig
+  set -- "$@" "$a"
+  n=$((n - 1))
+done
+exec /bin/busybox nsenter "$@"
+EOF
+  chmod 755 "${ag}/bin/bash" "${ag}/usr/bin/curl" "${ag}/usr/local/bin/nsenter"
   # netexec --tls-cert-file /localhost.crt (the https hook specs): upstream's
   # Dockerfile adds porter's test pair.
   local kdir
@@ -338,6 +375,7 @@ cleanup() {
     wait_until 180 "e2e namespaces to be deleted" bash -c "[[ -z \$('$KUBECTL' --kubeconfig '$ADMIN_KUBECONFIG' get ns -l e2e-framework -o name 2>/dev/null) ]]" ||
       log "warning: namespaces left: $(e2e_namespaces | tr '\n' ' ')"
   fi
+  stop_csi
   for fl in "${STARTED[@]}"; do
     node=conformance-${fl}
     if [[ -f ${OUT}/${fl}/kubelet.pid ]]; then stop_daemon "${OUT}/${fl}/kubelet.pid" "kubelet ${node}"; fi
@@ -393,7 +431,7 @@ start_kubelet() {
 # run_e2e FLAVOR: upstream's specs against that kubelet; exit code of ginkgo.
 run_e2e() {
   local fl=$1 dir=${OUT}/$1 node=conformance-$1 focus=("${DEFAULT_FOCUS[@]}") skip=("${DEFAULT_SKIP[@]}") f args=()
-  [[ -n ${CONFORMANCE_FOCUS:-} ]] && focus=("$CONFORMANCE_FOCUS")
+  [[ -n ${CONFORMANCE_FOCUS:-} ]] && mapfile -t focus <<<"$CONFORMANCE_FOCUS"
   [[ -n ${CONFORMANCE_SKIP:-} ]] && skip+=("$CONFORMANCE_SKIP")
   if [[ -n ${RERUN_FOCUS_FILE:-} ]]; then
     # The failed specs' texts, regexp-quoted.
@@ -401,7 +439,8 @@ run_e2e() {
   fi
   for f in "${focus[@]}"; do args+=(--focus "$f"); done
   for f in "${skip[@]}"; do args+=(--skip "$f"); done
-  "${BIN_DIR}/ginkgo" --procs "$PROCS" --label-filter NodeConformance "${args[@]}" \
+  [[ -n ${LABEL_FILTER} ]] && args+=(--label-filter "$LABEL_FILTER")
+  "${BIN_DIR}/ginkgo" --procs "$PROCS" "${args[@]}" \
     --flake-attempts "$FLAKE_ATTEMPTS" --timeout "$SUITE_TIMEOUT" --no-color --junit-report junit.xml \
     --json-report report.json --output-dir "$dir" --silence-skips \
     "${BIN_DIR}/e2e.test" -- \
@@ -411,6 +450,63 @@ run_e2e() {
     --container-runtime-endpoint "$(<"${dir}/endpoint")" --kubelet-root-dir "${STATE}/${node}" \
     --node-os-distro debian --disable-log-dump \
     >"${dir}/ginkgo.log" 2>&1
+}
+
+# ---------------------------------------------------------------- CSI
+
+# start_csi FLAVOR...: the stand-in host-path driver with its registrar on
+# each node (one data directory: the nodes share this machine, so every
+# volume is reachable from both and the driver reports no topology), one
+# provisioner, the CSIDriver and a default StorageClass.
+start_csi() {
+  local fl node dir sock
+  mkdir -p "${OUT}/csi" "${STATE}/csi-data"
+  for fl in "$@"; do
+    node=conformance-${fl}
+    dir=${OUT}/csi/${fl}
+    sock=${STATE}/${node}-csi/csi.sock
+    mkdir -p "$dir"
+    start_daemon "${dir}/driver.pid" "${dir}/driver.log" "${BIN_DIR}/csistandin" driver --endpoint "$sock" \
+      --nodeid "$node" --drivername "$CSI_DRIVER" --datadir "${STATE}/csi-data" --no-topology
+    wait_until 20 "CSI driver socket ${sock}" test -S "$sock" || die "CSI driver did not start; log ${dir}/driver.log"
+    start_daemon "${dir}/registrar.pid" "${dir}/registrar.log" "${BIN_DIR}/csistandin" registrar --csi-address "$sock" \
+      --registration-dir "${STATE}/${node}/plugins_registry"
+  done
+  kc apply -f - >/dev/null <<EOF
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata:
+  name: ${CSI_DRIVER}
+spec:
+  attachRequired: false
+  podInfoOnMount: true
+  fsGroupPolicy: File
+  volumeLifecycleModes: [Persistent, Ephemeral]
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: ${CSI_CLASS}
+  annotations:
+    storageclass.kubernetes.io/is-default-class: "true"
+provisioner: ${CSI_DRIVER}
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+EOF
+  start_daemon "${OUT}/csi/provisioner.pid" "${OUT}/csi/provisioner.log" "${BIN_DIR}/csistandin" provisioner \
+    --kubeconfig "$ADMIN_KUBECONFIG" --csi-address "${STATE}/conformance-${1}-csi/csi.sock"
+  log "CSI stand-ins on $(printf 'conformance-%s ' "$@")(driver ${CSI_DRIVER}, default StorageClass ${CSI_CLASS})"
+}
+
+stop_csi() {
+  [[ $CSI == 1 && -d ${OUT}/csi ]] || return 0
+  kc delete storageclass "$CSI_CLASS" --ignore-not-found >/dev/null 2>&1 || true
+  local pid
+  for pid in "${OUT}"/csi/*.pid "${OUT}"/csi/*/*.pid; do
+    [[ -f $pid ]] && stop_daemon "$pid" "csi $(basename "$pid" .pid)" >/dev/null
+  done
+  kc delete csidriver "$CSI_DRIVER" --ignore-not-found >/dev/null 2>&1 || true
+  unmount_under "${STATE}/csi-data"
 }
 
 main() {
@@ -463,6 +559,7 @@ main() {
     start_kubelet "$fl" "$bin"
   done
   start_webhook "${flavors[@]}"
+  [[ $CSI == 1 ]] && start_csi "${flavors[@]}"
 
   # The runs go side by side, each against its own kubelet.
   local pids=() reports=() i rc

@@ -7,6 +7,9 @@
 #
 #   hack/private-containerd.sh NAME          start; prints the CRI endpoint
 #   hack/private-containerd.sh NAME stop     stop it and remove its state
+#   CONTAINERD=2 hack/private-containerd.sh NAME
+#                                            the same with containerd 2.x
+#                                            (run hack/setup-containerd2.sh first)
 #
 # Socket /run/seed-NAME/containerd.sock, root /var/lib/seed-NAME/containerd,
 # log /var/log/seed-NAME-containerd.log. Run hack/setup-node.sh first. Needs
@@ -27,19 +30,36 @@ answers() {
   [[ -S $P_SOCK ]] && ctr --address "$P_SOCK" --connect-timeout 1s --timeout 3s version >/dev/null 2>&1
 }
 
+# containerd 2.x as hack/setup-containerd2.sh builds and configures it.
+C2_BIN=${BIN_DIR}/containerd2
+C2_CONFIG=/etc/seed-kubelet/containerd2.toml
+
 start() {
   [[ $(id -u) == 0 ]] || die "run as root"
   containerd_answers || die "the shared containerd is not running: run hack/setup-node.sh first"
   mkdir -p "$P_RUN"
-  sed -e "s|^root = .*|root = \"${P_ROOT}\"|" \
-    -e "s|^state = .*|state = \"${P_RUN}/state\"|" \
-    -e "s|^  address = \"${CONTAINERD_SOCK}\"|  address = \"${P_SOCK}\"|" \
-    "$CONTAINERD_CONFIG" >"$P_CONFIG"
-  grep -q "address = \"${P_SOCK}\"" "$P_CONFIG" || die "could not set the private socket in ${P_CONFIG}"
+  local cmd=(containerd --config "$P_CONFIG")
+  if [[ ${CONTAINERD:-1} == 2 ]]; then
+    [[ -x ${C2_BIN}/containerd && -f $C2_CONFIG ]] || die "containerd 2.x is not set up: run hack/setup-containerd2.sh first"
+    sed -e "s|^root = .*|root = '${P_ROOT}'|" \
+      -e "s|^state = .*|state = '${P_RUN}/state'|" \
+      -e "s|address = '/run/containerd2/containerd.sock'|address = '${P_SOCK}'|" \
+      -e "s|address = '/run/containerd2/containerd.sock.ttrpc'|address = '${P_SOCK}.ttrpc'|" \
+      "$C2_CONFIG" >"$P_CONFIG"
+    grep -q "address = '${P_SOCK}'" "$P_CONFIG" || die "could not set the private socket in ${P_CONFIG}"
+    # The 2.x shim must come before Debian's 1.6 shim in PATH.
+    cmd=(env PATH="${C2_BIN}:${PATH}" "${C2_BIN}/containerd" --config "$P_CONFIG")
+  else
+    sed -e "s|^root = .*|root = \"${P_ROOT}\"|" \
+      -e "s|^state = .*|state = \"${P_RUN}/state\"|" \
+      -e "s|^  address = \"${CONTAINERD_SOCK}\"|  address = \"${P_SOCK}\"|" \
+      "$CONTAINERD_CONFIG" >"$P_CONFIG"
+    grep -q "address = \"${P_SOCK}\"" "$P_CONFIG" || die "could not set the private socket in ${P_CONFIG}"
+  fi
   if answers; then
     pid_alive "$P_PID" || die "something not started by us answers on ${P_SOCK}"
   else
-    start_daemon "$P_PID" "$P_LOG" containerd --config "$P_CONFIG"
+    start_daemon "$P_PID" "$P_LOG" "${cmd[@]}"
     wait_until 30 "containerd on ${P_SOCK}" answers >&2 || die "containerd did not start; log ${P_LOG}"
     log "started (pid $(<"$P_PID")) on ${P_SOCK}, log ${P_LOG}" >&2
   fi

@@ -83,6 +83,7 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 		RootDir: b.flags.RootDirectory, PodLogsDir: cfg.PodLogsDir, Clock: clk,
 		VolumeStatsAggPeriod: cfg.VolumeStatsAggPeriod.Duration, Cgroups: b.host.cgroups,
 		NodeAllocatableCgroup: node.containers.NodeAllocatableCgroup(), Machine: cadvisorMachine(b.host.machine),
+		PluginVolumes: pluginVolumeStats(p.volumes, p.storage.csi),
 	})
 	evictionMgr, err := newEvictionManager(b, p, workers, statsProvider, containerGC)
 	if err != nil {
@@ -99,13 +100,14 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 	dc := syncloop.DispatcherConfig{
 		Pods: p.pods, Workers: workers, Runtime: p.runtime, SourcesReady: p.sourcesReady, Admit: admitter.Admit,
 		UpdateQOS: node.containers.UpdateQOS, CleanupPodCgroups: node.containers.Housekeeping,
+		CleanupPodVolumes: p.volumes.CleanupOrphans,
 	}
 	var cluster *clusterParts
 	if b.api != nil {
 		source := nodestatus.NewSource(nodestatus.SourceConfig{
-			Static: node.static, Runtime: b.cri.Runtime, Images: b.cri.Image, PLEG: plegLoop, Pressure: evictionMgr,
+			Static: node.static, Runtime: b.cri.Runtime, Images: b.cri.Image, PLEG: plegLoop, Pressure: evictionMgr, Storage: p.storage,
 		})
-		cluster = newClusterParts(b, node, p, workers, source, nodeStatusWake(ctx, b.identity, evictionMgr.ConditionsChanged()))
+		cluster = newClusterParts(b, node, p, workers, source, nodeStatusWake(ctx, b.identity, evictionMgr.ConditionsChanged(), p.storage.inUseChanged))
 		dc.Mirrors, dc.StatusChanged, dc.Reject = p.mirrors, p.statuses.Kick, cluster.targets.Reject
 	}
 	return &loopParts{

@@ -31,6 +31,8 @@ type podParts struct {
 	mirrors     *mirror.Manager
 	runtime     *kuberuntime.Manager
 	probes      *prober.Manager
+	volumes     *volume.Manager
+	storage     *storage
 	syncer      *podsync.Syncer
 	logRotation *logrotate.Manager
 	imageGC     *imagegc.Manager
@@ -40,8 +42,9 @@ type podParts struct {
 }
 
 // newPodParts builds the pod manager, the status manager, the runtime
-// manager with its image puller, volumes and log rotation, the prober and
-// the syncer, and starts the pod sources.
+// manager with its image puller, volumes (and the node's storage: CSI
+// drivers, claims, image volumes) and log rotation, the prober and the
+// syncer, and starts the pod sources.
 func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, error) {
 	cfg, clk := b.cfg, b.clock
 	pods := podmanager.NewManager()
@@ -55,11 +58,28 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	spec := criOptions(cfg, b.host, node.containers.CgroupV2())
 	// A resourceFieldRef to a missing limit reads the node's allocatable.
 	spec.NodeAllocatable = node.latest.Allocatable
+	puller := kuberuntime.NewImagePuller(kuberuntime.ImageConfig{
+		Images: b.cri.Image, Clock: clk, Recorder: b.recorder,
+		SerializePulls: derefBool(cfg.SerializeImagePulls, true), MaxParallelPulls: int(derefInt32(cfg.MaxParallelImagePulls)),
+		QPS: derefInt32AsFloat(cfg.RegistryPullQPS), Burst: int(cfg.RegistryBurst),
+	})
 	volCfg := volume.Config{PodsDir: b.host.podsDir, NodeName: b.host.nodeName, ResourceField: spec.ResourceFieldValue, NodeAllocatable: spec.NodeAllocatable}
 	var creds kuberuntime.PullCredentials
+	sd := storageDeps{rootDir: b.flags.RootDirectory, podsDir: b.host.podsDir, nodeName: b.host.nodeName, clock: clk, node: node.latest,
+		puller: puller, runtimeName: b.version.RuntimeName, runtimeVersion: b.version.RuntimeVersion}
 	if inputs != nil {
 		spec.EnvSource, creds, volCfg.Sources = inputs, inputs.Credentials, inputs
-		volCfg.Tokens = podinputs.NewTokens(podinputs.TokensConfig{Request: podinputs.ClientTokenRequester(b.api.main), Clock: clk})
+		tokens := podinputs.NewTokens(podinputs.TokensConfig{Request: podinputs.ClientTokenRequester(b.api.main), Clock: clk})
+		volCfg.Tokens = tokens
+		sd.client, sd.inputs, sd.tokens, sd.creds = b.api.main, inputs, tokens, creds
+	}
+	store, err := startStorage(ctx, sd)
+	if err != nil {
+		return nil, err
+	}
+	volCfg.CSI, volCfg.Images = store.csi, store.images
+	if store.claims != nil {
+		volCfg.Claims = store.claims
 	}
 	volumes := volume.New(volCfg)
 	lrc, err := logRotationSettings(cfg)
@@ -78,17 +98,13 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	if err != nil {
 		return nil, err
 	}
-	puller := kuberuntime.NewImagePuller(kuberuntime.ImageConfig{
-		Images: b.cri.Image, Clock: clk, Recorder: b.recorder,
-		SerializePulls: derefBool(cfg.SerializeImagePulls, true), MaxParallelPulls: int(derefInt32(cfg.MaxParallelImagePulls)),
-		QPS: derefInt32AsFloat(cfg.RegistryPullQPS), Burst: int(cfg.RegistryBurst),
-	})
 	gcPolicy := containerGCPolicy(b.flags)
 	runtimeMgr := kuberuntime.NewManager(kuberuntime.Config{
 		Runtime: b.cri.Runtime, Images: puller, Clock: clk, Recorder: b.recorder, Spec: spec, Credentials: creds,
 		PodsDir: b.host.podsDir, ContainerLogsDir: containerLogsDir, HostIPs: b.host.ips,
 		DeadContainerMinAge: gcPolicy.MinAge, CleanLogs: logRotation.Clean,
-		Mounts: volumes.Mounts, TearDownVolumes: volumes.TearDown, PodCgroups: node.containers,
+		Mounts: volumes.Mounts, Devices: volumes.Devices, TearDownVolumes: volumes.TearDown, PodHasVolumes: volumes.PodHasVolumes,
+		PodCgroups: node.containers,
 		RunHook: func(ctx context.Context, h *v1.LifecycleHandler, c *v1.Container, id, podIP string, timeout time.Duration) error {
 			return prober.RunHook(ctx, h, c, id, podIP, b.cri.Runtime, clk, timeout)
 		},
@@ -104,7 +120,7 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	podCfg, names := startSources(ctx, b)
 	return &podParts{
 		pods: pods, statuses: statuses, mirrors: mirrors, runtime: runtimeMgr, probes: probes, syncer: podsync.New(syncCfg),
-		logRotation: logRotation, imageGC: imageGC, sources: podCfg, sourceNames: names,
+		logRotation: logRotation, imageGC: imageGC, sources: podCfg, sourceNames: names, volumes: volumes, storage: store,
 	}, nil
 }
 

@@ -46,7 +46,7 @@ func startServers(ctx context.Context, b *base, s serverConfig) error {
 	// The kubelet API's certificate (requested, from files or
 	// self-signed), set up first for its metrics.
 	serveAPI := derefBool(cfg.EnableServer, true) && cfg.Port > 0
-	collectors := clientCertificateCollectors(b.identity)
+	collectors := append(clientCertificateCollectors(b.identity), s.stats.VolumeStatsCollector())
 	var serving *certificate.Serving
 	if serveAPI {
 		var err error

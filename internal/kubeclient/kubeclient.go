@@ -11,6 +11,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -41,6 +42,7 @@ func init() {
 		authenticationv1.AddToScheme,
 		authorizationv1.AddToScheme,
 		certificatesv1.AddToScheme,
+		storagev1.AddToScheme,
 	} {
 		utilruntime.Must(add(Scheme))
 	}
@@ -53,6 +55,7 @@ type Interface interface {
 	AuthenticationV1() AuthenticationV1Interface
 	AuthorizationV1() AuthorizationV1Interface
 	CertificatesV1() CertificatesV1Interface
+	StorageV1() StorageV1Interface
 }
 
 // CoreV1Interface is the core/v1 subset the kubelet uses.
@@ -66,6 +69,8 @@ type CoreV1Interface interface {
 	Services(namespace string) ServiceInterface
 	ServiceAccounts(namespace string) ServiceAccountInterface
 	Events(namespace string) EventInterface
+	PersistentVolumeClaims(namespace string) PersistentVolumeClaimInterface
+	PersistentVolumes() PersistentVolumeInterface
 }
 
 // PodInterface: mirror pods and pod status.
@@ -109,6 +114,43 @@ type EventInterface interface {
 	Create(ctx context.Context, event *corev1.Event, opts metav1.CreateOptions) (*corev1.Event, error)
 	Update(ctx context.Context, event *corev1.Event, opts metav1.UpdateOptions) (*corev1.Event, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Event, error)
+}
+
+// PersistentVolumeClaimInterface: claims of pod volumes.
+type PersistentVolumeClaimInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.PersistentVolumeClaim, error)
+}
+
+// PersistentVolumeInterface: volumes bound to pod claims.
+type PersistentVolumeInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.PersistentVolume, error)
+}
+
+// StorageV1Interface is the storage.k8s.io/v1 subset the kubelet uses: the
+// CSI node side.
+type StorageV1Interface interface {
+	// RESTClient serves list/watch of CSIDrivers for the driver cache.
+	RESTClient() rest.Interface
+	CSIDrivers() CSIDriverInterface
+	CSINodes() CSINodeInterface
+	VolumeAttachments() VolumeAttachmentInterface
+}
+
+// CSIDriverInterface: a driver's attach, pod info and fsGroup policy.
+type CSIDriverInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*storagev1.CSIDriver, error)
+}
+
+// CSINodeInterface: the node's registered CSI drivers.
+type CSINodeInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*storagev1.CSINode, error)
+	Create(ctx context.Context, node *storagev1.CSINode, opts metav1.CreateOptions) (*storagev1.CSINode, error)
+	Update(ctx context.Context, node *storagev1.CSINode, opts metav1.UpdateOptions) (*storagev1.CSINode, error)
+}
+
+// VolumeAttachmentInterface: waiting for a CSI volume to be attached.
+type VolumeAttachmentInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*storagev1.VolumeAttachment, error)
 }
 
 // CoordinationV1Interface: the node lease.
@@ -159,7 +201,7 @@ type CertificateSigningRequestInterface interface {
 
 // Client implements Interface over one RESTClient per group.
 type Client struct {
-	core, coordination, authentication, authorization, certificates rest.Interface
+	core, coordination, authentication, authorization, certificates, storage rest.Interface
 }
 
 var _ Interface = (*Client)(nil)
@@ -204,6 +246,7 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Client, er
 		{&out.authentication, authenticationv1.SchemeGroupVersion, "/apis"},
 		{&out.authorization, authorizationv1.SchemeGroupVersion, "/apis"},
 		{&out.certificates, certificatesv1.SchemeGroupVersion, "/apis"},
+		{&out.storage, storagev1.SchemeGroupVersion, "/apis"},
 	} {
 		if *g.dst, err = restClientFor(cfg, g.gv, g.apiPath, httpClient); err != nil {
 			return nil, fmt.Errorf("%s client: %w", g.gv, err)
@@ -236,6 +279,9 @@ func (c *Client) AuthorizationV1() AuthorizationV1Interface { return authorizati
 // CertificatesV1 returns the certificates.k8s.io/v1 client.
 func (c *Client) CertificatesV1() CertificatesV1Interface { return certificatesV1{c.certificates} }
 
+// StorageV1 returns the storage.k8s.io/v1 client.
+func (c *Client) StorageV1() StorageV1Interface { return storageV1{c.storage} }
+
 type coreV1 struct{ rc rest.Interface }
 
 func (c coreV1) RESTClient() rest.Interface { return c.rc }
@@ -257,6 +303,26 @@ func (c coreV1) ServiceAccounts(ns string) ServiceAccountInterface {
 }
 func (c coreV1) Events(ns string) EventInterface {
 	return &resource[corev1.Event, *corev1.Event]{c.rc, ns, "events"}
+}
+
+func (c coreV1) PersistentVolumeClaims(ns string) PersistentVolumeClaimInterface {
+	return &resource[corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaim]{c.rc, ns, "persistentvolumeclaims"}
+}
+func (c coreV1) PersistentVolumes() PersistentVolumeInterface {
+	return &resource[corev1.PersistentVolume, *corev1.PersistentVolume]{c.rc, "", "persistentvolumes"}
+}
+
+type storageV1 struct{ rc rest.Interface }
+
+func (c storageV1) RESTClient() rest.Interface { return c.rc }
+func (c storageV1) CSIDrivers() CSIDriverInterface {
+	return &resource[storagev1.CSIDriver, *storagev1.CSIDriver]{c.rc, "", "csidrivers"}
+}
+func (c storageV1) CSINodes() CSINodeInterface {
+	return &resource[storagev1.CSINode, *storagev1.CSINode]{c.rc, "", "csinodes"}
+}
+func (c storageV1) VolumeAttachments() VolumeAttachmentInterface {
+	return &resource[storagev1.VolumeAttachment, *storagev1.VolumeAttachment]{c.rc, "", "volumeattachments"}
 }
 
 type coordinationV1 struct{ rc rest.Interface }

@@ -16,6 +16,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -64,6 +65,16 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apiVersion, kind = "certificates.k8s.io/v1", "CertificateSigningRequest"
 	case strings.Contains(p, "/leases"):
 		apiVersion, kind = "coordination.k8s.io/v1", "Lease"
+	case strings.Contains(p, "/csidrivers"):
+		apiVersion, kind = "storage.k8s.io/v1", "CSIDriver"
+	case strings.Contains(p, "/csinodes"):
+		apiVersion, kind = "storage.k8s.io/v1", "CSINode"
+	case strings.Contains(p, "/volumeattachments"):
+		apiVersion, kind = "storage.k8s.io/v1", "VolumeAttachment"
+	case strings.Contains(p, "/persistentvolumeclaims"):
+		kind = "PersistentVolumeClaim"
+	case strings.Contains(p, "/persistentvolumes"):
+		kind = "PersistentVolume"
 	case strings.HasSuffix(p, "/services"):
 		kind = "ServiceList"
 	case strings.Contains(p, "/pods"):
@@ -184,6 +195,30 @@ func TestRequestsMatchTheGeneratedClientset(t *testing.T) {
 			_, err := c.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=csr-1"})
 			return "answer", err
 		}, method: "GET", path: "/apis/certificates.k8s.io/v1/certificatesigningrequests", query: "fieldSelector=metadata.name%3Dcsr-1"},
+		{name: "get claim", call: func() (string, error) {
+			o, err := c.CoreV1().PersistentVolumeClaims("ns").Get(ctx, "c", metav1.GetOptions{})
+			return o.Name, err
+		}, method: "GET", path: "/api/v1/namespaces/ns/persistentvolumeclaims/c"},
+		{name: "get volume", call: func() (string, error) {
+			o, err := c.CoreV1().PersistentVolumes().Get(ctx, "pv", metav1.GetOptions{})
+			return o.Name, err
+		}, method: "GET", path: "/api/v1/persistentvolumes/pv"},
+		{name: "get csi driver", call: func() (string, error) {
+			o, err := c.StorageV1().CSIDrivers().Get(ctx, "d", metav1.GetOptions{})
+			return o.Name, err
+		}, method: "GET", path: "/apis/storage.k8s.io/v1/csidrivers/d"},
+		{name: "create csi node", call: func() (string, error) {
+			o, err := c.StorageV1().CSINodes().Create(ctx, &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "n"}}, metav1.CreateOptions{})
+			return o.Name, err
+		}, method: "POST", path: "/apis/storage.k8s.io/v1/csinodes", body: true},
+		{name: "update csi node", call: func() (string, error) {
+			o, err := c.StorageV1().CSINodes().Update(ctx, &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "n"}}, metav1.UpdateOptions{})
+			return o.Name, err
+		}, method: "PUT", path: "/apis/storage.k8s.io/v1/csinodes/n", body: true},
+		{name: "get volume attachment", call: func() (string, error) {
+			o, err := c.StorageV1().VolumeAttachments().Get(ctx, "csi-1", metav1.GetOptions{})
+			return o.Name, err
+		}, method: "GET", path: "/apis/storage.k8s.io/v1/volumeattachments/csi-1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -277,7 +312,8 @@ func TestQPSNeedsBurst(t *testing.T) {
 	}
 	// One token bucket for all groups, as the generated clientset shares it.
 	core := c.core.(*rest.RESTClient).GetRateLimiter()
-	if core == nil || core != c.coordination.(*rest.RESTClient).GetRateLimiter() || core != c.authorization.(*rest.RESTClient).GetRateLimiter() {
+	if core == nil || core != c.coordination.(*rest.RESTClient).GetRateLimiter() || core != c.authorization.(*rest.RESTClient).GetRateLimiter() ||
+		core != c.storage.(*rest.RESTClient).GetRateLimiter() {
 		t.Errorf("groups do not share one rate limiter")
 	}
 }

@@ -56,6 +56,14 @@ type Config struct {
 	// memory bounds the tmpfs of memory-backed volumes; nil (or no memory
 	// in it) leaves only the pod's limit and sizeLimit to bound them.
 	NodeAllocatable func() v1.ResourceList
+	// Claims resolves persistentVolumeClaim and ephemeral volumes; nil in
+	// standalone mode, where such volumes fail to mount.
+	Claims Claims
+	// CSI sets up CSI volumes (PersistentVolumes and inline); nil leaves
+	// them failing to mount.
+	CSI CSI
+	// Images resolves image volumes; nil leaves them failing to mount.
+	Images ImageVolumes
 }
 
 // Manager sets up pod volumes and computes CRI mounts.
@@ -69,12 +77,15 @@ type Manager struct {
 	ready map[string]map[string]bool
 	// noswap: the kernel knows tmpfs's noswap option.
 	noswap bool
+	// plugins holds, per pod UID, the plugin volumes (claims, CSI, image)
+	// set up since this process started.
+	plugins map[string]map[string]pluginVolume
 }
 
 // New returns a Manager for cfg.
 func New(cfg Config) *Manager {
 	return &Manager{cfg: cfg, locks: map[string]*sync.Mutex{}, ready: map[string]map[string]bool{},
-		noswap: TmpfsNoswapSupported(kernelRelease())}
+		plugins: map[string]map[string]pluginVolume{}, noswap: TmpfsNoswapSupported(kernelRelease())}
 }
 
 func (m *Manager) podLock(uid string) *sync.Mutex {
@@ -93,6 +104,7 @@ func (m *Manager) forget(uid string) {
 	defer m.mu.Unlock()
 	delete(m.locks, uid)
 	delete(m.ready, uid)
+	delete(m.plugins, uid)
 }
 
 func (m *Manager) isReady(uid, name string) bool {
@@ -166,9 +178,21 @@ func (m *Manager) Mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, err
 			}
 			done[vm.Name], hostPath = p, p
 		}
+		if isPluginVolume(vol) {
+			if mnt, err := m.imageMount(uid, vm, env); mnt != nil || err != nil {
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, mnt)
+				continue
+			}
+		}
 		mnt, err := m.mountFor(pod, c, i, vm, vol, hostPath, env)
 		if err != nil {
 			return nil, err
+		}
+		if m.readOnlyPluginVolume(uid, vm.Name) {
+			mnt.Readonly = true
 		}
 		out = append(out, mnt)
 	}
@@ -182,7 +206,7 @@ func (m *Manager) Refresh(ctx context.Context, pod *v1.Pod) error {
 	l := m.podLock(uid)
 	l.Lock()
 	defer l.Unlock()
-	var errs []string
+	errs := m.republish(ctx, pod)
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
 		if !isAPIData(vol) {
@@ -250,7 +274,7 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (strin
 		klog.V(4).InfoS("Set up volume", "pod", klog.KObj(pod), "volume", vol.Name, "path", dir)
 		return dir, nil
 	}
-	return "", fmt.Errorf("volume %q: unsupported volume type", vol.Name)
+	return "", fmt.Errorf("volume %q: unsupported volume type %s", vol.Name, SourceName(&vol.VolumeSource))
 }
 
 // ensureAPIDataTmpfs mounts the tmpfs a secret, downwardAPI or projected

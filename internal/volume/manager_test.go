@@ -71,6 +71,7 @@ func TestMounts(t *testing.T) {
 		{Name: "missing-sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "nope"}}},
 		{Name: "sa-only", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}}}}}},
 		{Name: "pvc", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}},
+		{Name: "share", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/"}}},
 	}
 	cases := []struct {
 		name    string
@@ -160,7 +161,8 @@ func TestMounts(t *testing.T) {
 			}
 		}},
 		{name: "projected only token", mount: v1.VolumeMount{Name: "sa-only", MountPath: "/t"}, wantErr: "standalone mode"},
-		{name: "unsupported type", mount: v1.VolumeMount{Name: "pvc", MountPath: "/v"}, wantErr: `volume "pvc": unsupported volume type`},
+		{name: "unsupported type", mount: v1.VolumeMount{Name: "share", MountPath: "/v"}, wantErr: `volume "share": unsupported volume type nfs`},
+		{name: "claim without API server", mount: v1.VolumeMount{Name: "pvc", MountPath: "/v"}, wantErr: `error processing PVC ns/c: claims need the API server`},
 		{name: "unknown volume", mount: v1.VolumeMount{Name: "ghost", MountPath: "/g"}, wantErr: `cannot find volume "ghost" to mount into container "c"`},
 	}
 	for _, tc := range cases {

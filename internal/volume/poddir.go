@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -25,7 +26,8 @@ var ErrCrossDevice = errors.New("refusing to cross a filesystem boundary")
 // volumes).
 var tmpfsPlugins = []string{pluginEmptyDir, pluginSecret, pluginDownwardAPI, pluginProjected}
 
-// TearDown undoes what the manager mounted for pod uid — the subPath bind
+// TearDown undoes what the manager mounted for pod uid — its plugin
+// volumes (CSI unpublish and unstage, local devices), the subPath bind
 // mounts and the tmpfs of its memory-backed volumes — and forgets the pod.
 // It only needs the UID, so it also cleans up after pods that went while
 // the kubelet was down. Mounts it did not make are left alone (the pod
@@ -36,6 +38,9 @@ func (m *Manager) TearDown(uid string) error {
 	defer l.Unlock()
 	if m.cfg.Tokens != nil {
 		m.cfg.Tokens.ForgetPod(types.UID(uid))
+	}
+	if err := m.tearDownPlugins(context.Background(), uid); err != nil {
+		return err
 	}
 	podDir := filepath.Join(m.cfg.PodsDir, uid)
 	if err := cleanSubPaths(podDir); err != nil {

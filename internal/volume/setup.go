@@ -18,6 +18,9 @@ type Failure struct {
 
 // Message is the FailedMount event message upstream writes for it.
 func (f Failure) Message() string {
+	if msg, ok := pluginFailureMessage(f); ok {
+		return msg
+	}
 	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", f.Volume, f.Err)
 }
 
@@ -31,23 +34,26 @@ type SetUpResult struct {
 }
 
 // UsedVolumes returns the names of the volumes some container of pod (init,
-// app or ephemeral) mounts, in spec order; unused volumes are never set
+// app or ephemeral) mounts or maps as a device, in spec order; unused volumes are never set
 // up, as upstream. It is pure.
 func UsedVolumes(pod *v1.Pod) []string {
 	used := map[string]bool{}
-	add := func(mounts []v1.VolumeMount) {
+	add := func(mounts []v1.VolumeMount, devices []v1.VolumeDevice) {
 		for _, vm := range mounts {
 			used[vm.Name] = true
 		}
+		for _, vd := range devices {
+			used[vd.Name] = true
+		}
 	}
 	for i := range pod.Spec.InitContainers {
-		add(pod.Spec.InitContainers[i].VolumeMounts)
+		add(pod.Spec.InitContainers[i].VolumeMounts, pod.Spec.InitContainers[i].VolumeDevices)
 	}
 	for i := range pod.Spec.Containers {
-		add(pod.Spec.Containers[i].VolumeMounts)
+		add(pod.Spec.Containers[i].VolumeMounts, pod.Spec.Containers[i].VolumeDevices)
 	}
 	for i := range pod.Spec.EphemeralContainers {
-		add(pod.Spec.EphemeralContainers[i].VolumeMounts)
+		add(pod.Spec.EphemeralContainers[i].VolumeMounts, pod.Spec.EphemeralContainers[i].VolumeDevices)
 	}
 	var out []string
 	for i := range pod.Spec.Volumes {
@@ -87,6 +93,9 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) SetUpResult {
 // Callers hold the pod lock.
 func (m *Manager) ensure(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (string, error) {
 	uid := string(pod.UID)
+	if isPluginVolume(vol) {
+		return m.ensurePlugin(ctx, pod, vol)
+	}
 	if m.isReady(uid, vol.Name) || m.publishedBefore(uid, vol) {
 		if vol.HostPath != nil {
 			return vol.HostPath.Path, nil

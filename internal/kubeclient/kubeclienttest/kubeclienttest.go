@@ -28,6 +28,7 @@ func (c clientset) AuthorizationV1() kubeclient.AuthorizationV1Interface {
 func (c clientset) CertificatesV1() kubeclient.CertificatesV1Interface {
 	return certificates{c.cs}
 }
+func (c clientset) StorageV1() kubeclient.StorageV1Interface { return storage{c.cs} }
 
 type core struct{ cs kubernetes.Interface }
 
@@ -42,6 +43,24 @@ func (c core) ConfigMaps(ns string) kubeclient.ConfigMapInterface {
 func (c core) Services(ns string) kubeclient.ServiceInterface { return c.cs.CoreV1().Services(ns) }
 func (c core) ServiceAccounts(ns string) kubeclient.ServiceAccountInterface {
 	return c.cs.CoreV1().ServiceAccounts(ns)
+}
+
+func (c core) PersistentVolumeClaims(ns string) kubeclient.PersistentVolumeClaimInterface {
+	return c.cs.CoreV1().PersistentVolumeClaims(ns)
+}
+func (c core) PersistentVolumes() kubeclient.PersistentVolumeInterface {
+	return c.cs.CoreV1().PersistentVolumes()
+}
+
+type storage struct{ cs kubernetes.Interface }
+
+func (c storage) RESTClient() rest.Interface { return c.cs.StorageV1().RESTClient() }
+func (c storage) CSIDrivers() kubeclient.CSIDriverInterface {
+	return c.cs.StorageV1().CSIDrivers()
+}
+func (c storage) CSINodes() kubeclient.CSINodeInterface { return c.cs.StorageV1().CSINodes() }
+func (c storage) VolumeAttachments() kubeclient.VolumeAttachmentInterface {
+	return c.cs.StorageV1().VolumeAttachments()
 }
 
 type coordination struct{ cs kubernetes.Interface }

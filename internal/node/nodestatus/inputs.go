@@ -78,6 +78,10 @@ type Inputs struct {
 	// default true): the node carries the annotation that hands volume
 	// attach/detach to the attach-detach controller.
 	ControllerAttachDetach bool
+	// VolumesInUse are the attachable volumes pods on the node use
+	// (node.status.volumesInUse, so the attach/detach controller does not
+	// detach them); nil leaves the field as it is.
+	VolumesInUse []v1.UniqueVolumeName
 	// ResetExtendedResources zeroes extended resources of an already
 	// registered Node (the device manager's "node was recreated" answer).
 	ResetExtendedResources bool

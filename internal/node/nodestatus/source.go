@@ -31,6 +31,13 @@ type PressureConditions interface {
 	Conditions() []v1.NodeConditionType
 }
 
+// StorageStatus reports the volume plugins' readiness (the CSINode not
+// initialized yet) and the attachable volumes pods use.
+type StorageStatus interface {
+	Err() error
+	VolumesInUse() []v1.UniqueVolumeName
+}
+
 var (
 	_ RuntimeStatus = (runtimeapi.RuntimeServiceClient)(nil)
 	_ ImageLister   = (runtimeapi.ImageServiceClient)(nil)
@@ -43,13 +50,16 @@ type SourceConfig struct {
 	Static  Inputs
 	Runtime RuntimeStatus // required
 	Images  ImageLister   // required
-	// PLEG and Pressure may be nil: healthy, no pressure.
+	// PLEG, Pressure and Storage may be nil: healthy, no pressure, no
+	// volumes reported.
 	PLEG     HealthCheck
 	Pressure PressureConditions
+	Storage  StorageStatus
 }
 
 // Source gathers fresh Inputs for the Controller: Static plus runtime
-// health, PLEG health, pressure conditions and images asked for on each call.
+// health, PLEG health, pressure conditions, storage and images asked for
+// on each call.
 type Source struct{ cfg SourceConfig }
 
 // NewSource returns a Source.
@@ -75,6 +85,14 @@ func (s *Source) Inputs(ctx context.Context) (Inputs, error) {
 			case v1.NodePIDPressure:
 				in.PIDPressure = true
 			}
+		}
+	}
+	if s.cfg.Storage != nil {
+		in.StorageErr = s.cfg.Storage.Err()
+		// An empty list (not nil) clears volumesInUse in the API.
+		in.VolumesInUse = s.cfg.Storage.VolumesInUse()
+		if in.VolumesInUse == nil {
+			in.VolumesInUse = []v1.UniqueVolumeName{}
 		}
 	}
 	imgs, err := s.cfg.Images.ListImages(ctx, &runtimeapi.ListImagesRequest{})

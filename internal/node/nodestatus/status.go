@@ -67,8 +67,9 @@ var pressures = []pressure{
 // allocatable, nodeInfo, daemon endpoints, images, runtime handlers and
 // features, and the MemoryPressure, DiskPressure, PIDPressure and Ready
 // conditions (heartbeat now; transition time kept unless the status
-// flipped). Fields and conditions owned by others (volumes, extended
-// resources, NetworkUnavailable, ...) are left alone.
+// flipped), and volumesInUse when given. Fields and conditions owned by
+// others (volumesAttached, extended resources, NetworkUnavailable, ...)
+// are left alone.
 func SetStatus(node *v1.Node, in Inputs, now time.Time) {
 	setAddresses(node, in)
 	setCapacity(node, in)
@@ -78,6 +79,12 @@ func SetStatus(node *v1.Node, in Inputs, now time.Time) {
 	node.Status.RuntimeHandlers = slices.Clone(in.RuntimeHandlers)
 	if in.Features != nil {
 		node.Status.Features = in.Features.DeepCopy()
+	}
+	if in.VolumesInUse != nil {
+		node.Status.VolumesInUse = slices.Clone(in.VolumesInUse)
+		if len(in.VolumesInUse) == 0 {
+			node.Status.VolumesInUse = nil
+		}
 	}
 	t := metav1.NewTime(now)
 	for _, p := range pressures {

@@ -3,6 +3,7 @@ package nodestatus
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -148,6 +149,36 @@ func TestSetStatusKeepsForeignResources(t *testing.T) {
 	}
 	if _, ok := node.Status.Allocatable["example.com/gone"]; ok {
 		t.Error("allocatable kept an extended resource that has no capacity")
+	}
+}
+
+func TestSetStatusVolumesInUse(t *testing.T) {
+	attached := []v1.AttachedVolume{{Name: "kubernetes.io/csi/d^h1", DevicePath: ""}}
+	cases := []struct {
+		name   string
+		before []v1.UniqueVolumeName
+		in     []v1.UniqueVolumeName
+		want   []v1.UniqueVolumeName
+	}{
+		{name: "not known yet: left alone", before: []v1.UniqueVolumeName{"kubernetes.io/csi/d^h0"}, want: []v1.UniqueVolumeName{"kubernetes.io/csi/d^h0"}},
+		{name: "reported", in: []v1.UniqueVolumeName{"kubernetes.io/csi/d^h1"}, want: []v1.UniqueVolumeName{"kubernetes.io/csi/d^h1"}},
+		{name: "none any more", before: []v1.UniqueVolumeName{"kubernetes.io/csi/d^h1"}, in: []v1.UniqueVolumeName{}, want: nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := testInputs()
+			in.VolumesInUse = tc.in
+			node := NewNode(in)
+			node.Status.VolumesInUse = tc.before
+			node.Status.VolumesAttached = attached
+			SetStatus(node, in, time.Unix(100, 0))
+			if !reflect.DeepEqual(node.Status.VolumesInUse, tc.want) {
+				t.Errorf("volumesInUse = %v, want %v", node.Status.VolumesInUse, tc.want)
+			}
+			if !reflect.DeepEqual(node.Status.VolumesAttached, attached) {
+				t.Errorf("volumesAttached (the attach/detach controller's) changed to %v", node.Status.VolumesAttached)
+			}
+		})
 	}
 }
 

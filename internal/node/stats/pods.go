@@ -205,6 +205,20 @@ func (p *Provider) podVolumes(pod *v1.Pod, measured map[string]bool) []volumeInp
 			out = append(out, volumeInput{Name: v.Name, Local: v.Local, Sample: s})
 		}
 	}
+	if p.cfg.PluginVolumes == nil {
+		return out
+	}
+	for _, v := range p.cfg.PluginVolumes(pod) {
+		measured[v.Path] = true
+		measure := v.Measure
+		s, ok := p.volumes.getWith(v.Path, func(string) (volumeSample, error) {
+			u, err := measure()
+			return u.sample(), err
+		})
+		if ok {
+			out = append(out, volumeInput{Name: v.Name, PVC: v.PVC, Sample: s})
+		}
+	}
 	return out
 }
 

@@ -65,6 +65,9 @@ type Config struct {
 	NodeAllocatableCgroup string
 	// Machine describes the machine for /metrics/cadvisor.
 	Machine Machine
+	// PluginVolumes lists a pod's volumes that plugins measure (claims'
+	// CSI and local volumes, CSI inline volumes); nil reports none.
+	PluginVolumes func(pod *v1.Pod) []PluginVolume
 	// ShowHiddenMetrics also exposes scrape_error, deprecated since 1.29 and
 	// hidden by upstream v1.36 unless --show-hidden-metrics-for-version is set.
 	ShowHiddenMetrics bool

@@ -144,6 +144,9 @@ type volumeEntry struct {
 	last    *volumeSample
 	due     time.Time // zero: measure at the next read
 	running bool
+	// measure replaces the cache's Measure for this volume (a plugin
+	// volume measured by its driver).
+	measure func(path string) (volumeSample, error)
 }
 
 func newVolumeCache(cfg volumeCacheConfig) *volumeCache {
@@ -166,7 +169,10 @@ func newVolumeCache(cfg volumeCacheConfig) *volumeCache {
 
 // get returns the last sample of the volume at path, if any, and starts a
 // new measurement when one is due and none is running.
-func (c *volumeCache) get(path string) (volumeSample, bool) {
+func (c *volumeCache) get(path string) (volumeSample, bool) { return c.getWith(path, nil) }
+
+// getWith is get for a volume measured by measure (nil: the cache's own).
+func (c *volumeCache) getWith(path string, measure func(string) (volumeSample, error)) (volumeSample, bool) {
 	now := c.cfg.Clock.Now()
 	c.mu.Lock()
 	e, ok := c.entries[path]
@@ -174,6 +180,7 @@ func (c *volumeCache) get(path string) (volumeSample, bool) {
 		e = &volumeEntry{}
 		c.entries[path] = e
 	}
+	e.measure = measure
 	start := !e.running && !now.Before(e.due)
 	if start {
 		e.running = true
@@ -192,8 +199,14 @@ func (c *volumeCache) get(path string) (volumeSample, bool) {
 
 // refresh measures one volume and stores the sample in e.
 func (c *volumeCache) refresh(path string, e *volumeEntry) {
+	measure := c.cfg.Measure
+	c.mu.Lock()
+	if e.measure != nil {
+		measure = e.measure
+	}
+	c.mu.Unlock()
 	c.work.Lock()
-	s, err := c.cfg.Measure(path)
+	s, err := measure(path)
 	c.work.Unlock()
 	now := c.cfg.Clock.Now()
 	c.mu.Lock()
@@ -229,6 +242,43 @@ type volumeInput struct {
 	Name   string
 	Local  bool
 	Sample volumeSample
+	// PVC is the claim the volume comes from, if any.
+	PVC *statsapi.PVCReference
+}
+
+// PluginVolume is a pod volume a plugin measures.
+type PluginVolume struct {
+	// Name is the pod's volume name.
+	Name string
+	// PVC names the claim the volume comes from (nil for inline volumes).
+	PVC *statsapi.PVCReference
+	// Path identifies the volume (its host path).
+	Path string
+	// Measure reads its usage and its filesystem's size; it may be slow
+	// (a driver call) and runs in the background.
+	Measure func() (VolumeUsage, error)
+}
+
+// VolumeUsage is a plugin volume's usage and its filesystem's size.
+type VolumeUsage struct {
+	UsedBytes, CapacityBytes, AvailableBytes uint64
+	Inodes, InodesFree, InodesUsed           uint64
+}
+
+// MeasureDir measures a directory the node mounted (a local volume): its
+// usage du-style and the filesystem holding it.
+func MeasureDir(path string) (VolumeUsage, error) {
+	s, err := measureVolume(path)
+	if err != nil {
+		return VolumeUsage{}, err
+	}
+	return VolumeUsage{UsedBytes: s.Usage.Bytes, InodesUsed: s.Usage.Inodes, CapacityBytes: s.Fs.Capacity,
+		AvailableBytes: s.Fs.Available, Inodes: s.Fs.Inodes, InodesFree: s.Fs.InodesFree}, nil
+}
+
+func (u VolumeUsage) sample() volumeSample {
+	return volumeSample{Usage: diskUsage{Bytes: u.UsedBytes, Inodes: u.InodesUsed},
+		Fs: fsInfo{Capacity: u.CapacityBytes, Available: u.AvailableBytes, Used: u.UsedBytes, Inodes: u.Inodes, InodesFree: u.InodesFree}}
 }
 
 // volumeStats converts the samples to the Summary's entries, by name.
@@ -240,7 +290,7 @@ func volumeStats(vols []volumeInput) []statsapi.VolumeStats {
 	for _, v := range vols {
 		fs := v.Sample.Fs.capacityStats(v.Sample.At)
 		fs.UsedBytes, fs.InodesUsed = u64(v.Sample.Usage.Bytes), u64(v.Sample.Usage.Inodes)
-		out = append(out, statsapi.VolumeStats{Name: v.Name, FsStats: *fs})
+		out = append(out, statsapi.VolumeStats{Name: v.Name, FsStats: *fs, PVCRef: v.PVC})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

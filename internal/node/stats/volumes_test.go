@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -302,5 +305,80 @@ func TestSummaryVolumes(t *testing.T) {
 	}
 	if len(f.p.volumes.entries) != 0 {
 		t.Errorf("the volumes of a pod no longer reported are still cached: %v", f.p.volumes.entries)
+	}
+}
+
+// Claims' volumes are measured by their plugin and reported with their
+// claim; they do not count in the pod's ephemeral storage.
+func TestSummaryPluginVolumes(t *testing.T) {
+	f := newFixture(t)
+	pod := podWithUID("u-1")
+	f.p.cfg.Pods = fakePods{pod}
+	f.p.volumes = newVolumeCache(volumeCacheConfig{Clock: f.clock, Period: time.Minute, Spawn: func(fn func()) { fn() }})
+	noVolumes, err := f.p.Summary(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	f.p.cfg.PluginVolumes = func(p *v1.Pod) []PluginVolume {
+		return []PluginVolume{{Name: "data", PVC: &statsapi.PVCReference{Name: "claim", Namespace: "default"}, Path: "/pods/u-1/volumes/kubernetes.io~csi/pv-1/mount",
+			Measure: func() (VolumeUsage, error) {
+				calls++
+				return VolumeUsage{UsedBytes: 4096, CapacityBytes: 1 << 30, AvailableBytes: 1<<30 - 4096, Inodes: 100, InodesFree: 90, InodesUsed: 10}, nil
+			}}}
+	}
+	if _, err := f.p.Summary(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.p.Summary(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := findPod(t, s, "a")
+	if len(a.VolumeStats) != 1 || calls != 1 {
+		t.Fatalf("volume stats %+v after %d measurements", a.VolumeStats, calls)
+	}
+	vs := a.VolumeStats[0]
+	if vs.Name != "data" || vs.PVCRef == nil || vs.PVCRef.Name != "claim" || *vs.UsedBytes != 4096 || *vs.CapacityBytes != 1<<30 ||
+		*vs.AvailableBytes != 1<<30-4096 || *vs.Inodes != 100 || *vs.InodesFree != 90 || *vs.InodesUsed != 10 {
+		t.Errorf("volume %+v (pvc %+v)", vs.FsStats, vs.PVCRef)
+	}
+	before := findPod(t, noVolumes, "a")
+	if *a.EphemeralStorage.UsedBytes != *before.EphemeralStorage.UsedBytes {
+		t.Errorf("a claim's volume counted in ephemeral storage: %d, was %d", *a.EphemeralStorage.UsedBytes, *before.EphemeralStorage.UsedBytes)
+	}
+}
+
+func TestVolumeStatsCollector(t *testing.T) {
+	f := newFixture(t)
+	a, b := podWithUID("u-1"), podWithUID("u-2")
+	f.p.cfg.Pods = fakePods{a, b}
+	f.p.volumes = newVolumeCache(volumeCacheConfig{Clock: f.clock, Period: time.Minute, Spawn: func(fn func()) { fn() }})
+	f.p.cfg.PluginVolumes = func(p *v1.Pod) []PluginVolume {
+		return []PluginVolume{
+			// Both pods use the claim: reported once.
+			{Name: "data", PVC: &statsapi.PVCReference{Name: "shared", Namespace: "ns"}, Path: "/pods/" + string(p.UID) + "/data",
+				Measure: func() (VolumeUsage, error) {
+					return VolumeUsage{UsedBytes: 10, CapacityBytes: 100, AvailableBytes: 90, Inodes: 7, InodesFree: 5, InodesUsed: 2}, nil
+				}},
+			{Name: "inline", Path: "/pods/" + string(p.UID) + "/inline", Measure: func() (VolumeUsage, error) { return VolumeUsage{}, nil }},
+		}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(f.p.VolumeStatsCollector())
+	got, err := testutil.GatherAndCount(reg)
+	if err != nil || got != 6 {
+		t.Fatalf("%d metrics (%v), want the 6 gauges of one claim", got, err)
+	}
+	want := `
+# HELP kubelet_volume_stats_used_bytes [ALPHA] Number of used bytes in the volume
+# TYPE kubelet_volume_stats_used_bytes gauge
+kubelet_volume_stats_used_bytes{namespace="ns",persistentvolumeclaim="shared"} 10
+# HELP kubelet_volume_stats_capacity_bytes [ALPHA] Capacity in bytes of the volume
+# TYPE kubelet_volume_stats_capacity_bytes gauge
+kubelet_volume_stats_capacity_bytes{namespace="ns",persistentvolumeclaim="shared"} 100
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kubelet_volume_stats_used_bytes", "kubelet_volume_stats_capacity_bytes"); err != nil {
+		t.Error(err)
 	}
 }

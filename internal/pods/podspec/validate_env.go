@@ -264,7 +264,7 @@ func validateVolumeMounts(c *v1.Container, volumes map[string]v1.VolumeSource, f
 		if m.Name == "" {
 			allErrs = append(allErrs, field.Required(idxPath.Child("name"), ""))
 		}
-		src, found := volumes[m.Name]
+		_, found := volumes[m.Name]
 		if !found {
 			allErrs = append(allErrs, field.NotFound(idxPath.Child("name"), m.Name))
 		}
@@ -281,14 +281,7 @@ func validateVolumeMounts(c *v1.Container, volumes map[string]v1.VolumeSource, f
 		if devicePaths[m.MountPath] {
 			allErrs = append(allErrs, field.Invalid(idxPath.Child("mountPath"), m.MountPath, "must not already exist as a path in volumeDevices"))
 		}
-		if found && src.Image != nil {
-			if m.SubPath != "" {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("subPath"), m.SubPath, "not allowed in image volume sources"))
-			}
-			if m.SubPathExpr != "" {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("subPathExpr"), m.SubPathExpr, "not allowed in image volume sources"))
-			}
-		}
+		// Image volumes take subPath and subPathExpr since v1.33.
 		// The API server reports subPath problems without the mount index
 		// (spec.containers[0].volumeMounts.subPath); so do we.
 		if m.SubPath != "" {

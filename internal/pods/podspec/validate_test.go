@@ -141,6 +141,10 @@ func TestValidateAcceptsValidPods(t *testing.T) {
 			p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "tools", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "tools:1"}}})
 			p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, v1.VolumeMount{Name: "tools", MountPath: "/tools", ReadOnly: true})
 		}},
+		{"subPath into an image volume (since v1.33)", func(p *v1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "tools", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "tools:1"}}})
+			p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, v1.VolumeMount{Name: "tools", MountPath: "/tools", SubPath: "bin"})
+		}},
 		{"projected token with a service account", func(p *v1.Pod) {
 			p.Spec.ServiceAccountName = "web"
 			p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "token", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
@@ -359,10 +363,10 @@ func TestValidateRejects(t *testing.T) {
 		{"image volume without a reference", func(p *v1.Pod) {
 			p.Spec.Volumes[2].VolumeSource = v1.VolumeSource{Image: &v1.ImageVolumeSource{PullPolicy: v1.PullIfNotPresent}}
 		}, want(errRequired, "spec.volumes[2].image.reference")},
-		{"subPath into an image volume", func(p *v1.Pod) {
+		{"subPath leaving an image volume", func(p *v1.Pod) {
 			p.Spec.Volumes[2].VolumeSource = v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "tools:1", PullPolicy: v1.PullIfNotPresent}}
-			c0(p).VolumeMounts = append(c0(p).VolumeMounts, v1.VolumeMount{Name: "logs", MountPath: "/tools", SubPath: "bin"})
-		}, want(invalid, "spec.containers[0].volumeMounts[2].subPath")},
+			c0(p).VolumeMounts = append(c0(p).VolumeMounts, v1.VolumeMount{Name: "logs", MountPath: "/tools", SubPath: "../bin"})
+		}, want(invalid, "spec.containers[0].volumeMounts.subPath")},
 		{"recursive read-only on a writable mount", func(p *v1.Pod) {
 			c0(p).VolumeMounts[0].RecursiveReadOnly = ptrTo(v1.RecursiveReadOnlyEnabled)
 		}, want(forbidden, "spec.containers[0].volumeMounts[0].recursiveReadOnly")},

@@ -98,6 +98,9 @@ type Volumes interface {
 	SetUpPod(ctx context.Context, pod *v1.Pod) volume.SetUpResult
 	// Refresh rewrites the contents of volumes already set up.
 	Refresh(ctx context.Context, pod *v1.Pod) error
+	// TearDownPluginVolumes unpublishes the pod's CSI volumes and unmounts
+	// its local volumes once its containers are stopped.
+	TearDownPluginVolumes(ctx context.Context, uid string) error
 }
 
 var _ Volumes = (*volume.Manager)(nil)
@@ -209,6 +212,9 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	if err != nil {
 		return podworkers.Outcome{}, fmt.Errorf("get runtime status of pod %s: %w", klog.KObj(pod), err)
 	}
+	// The prober learns the running containers first, so that a kubelet
+	// that restarts does not report them unready for a sync.
+	s.probe(pod, st)
 	ps := s.publish(pod, st)
 	if ps.Phase == v1.PodSucceeded || ps.Phase == v1.PodFailed {
 		return podworkers.Outcome{Terminal: true}, nil
@@ -378,6 +384,13 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, gracePerio
 	}
 	if err := s.cfg.Runtime.KillPod(ctx, pod, st, gracePeriod); err != nil {
 		return fmt.Errorf("kill pod %s: %w", klog.KObj(pod), err)
+	}
+	// As upstream, a terminated pod's volumes are unmounted (so they can be
+	// detached) before the pod counts as terminated and may be deleted.
+	if s.cfg.Volumes != nil {
+		if err := s.cfg.Volumes.TearDownPluginVolumes(ctx, string(pod.UID)); err != nil {
+			return fmt.Errorf("unmount volumes of pod %s: %w", klog.KObj(pod), err)
+		}
 	}
 	if st2, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
 		s.publishWith(pod, st2, true)

@@ -33,7 +33,11 @@ func (f *fakeRuntime) KillPod(context.Context, *v1.Pod, *kuberuntime.PodStatus, 
 func (f *fakeRuntime) RemovePod(context.Context, *kuberuntime.PodStatus) error      { return nil }
 func (f *fakeRuntime) PruneContainers(context.Context, *kuberuntime.PodStatus, int) {}
 
-type fakeVolumes struct{ missing bool }
+type fakeVolumes struct {
+	missing  bool
+	tearDown error
+	tornDown []string
+}
 
 func (f *fakeVolumes) SetUpPod(context.Context, *v1.Pod) volume.SetUpResult {
 	if !f.missing {
@@ -45,6 +49,10 @@ func (f *fakeVolumes) SetUpPod(context.Context, *v1.Pod) volume.SetUpResult {
 	}
 }
 func (f *fakeVolumes) Refresh(context.Context, *v1.Pod) error { return nil }
+func (f *fakeVolumes) TearDownPluginVolumes(_ context.Context, uid string) error {
+	f.tornDown = append(f.tornDown, uid)
+	return f.tearDown
+}
 
 type recorded struct{ reason, message string }
 type fakeRecorder struct{ events []recorded }
@@ -92,5 +100,25 @@ func TestVolumesGateContainers(t *testing.T) {
 	vols.missing = false
 	if _, err := s.SyncPod(context.Background(), pod); err != nil || rt.syncs != 1 {
 		t.Fatalf("volume ready: err %v runtime syncs %d", err, rt.syncs)
+	}
+}
+
+// A terminating pod's plugin volumes are unpublished after its containers
+// stopped; while that fails the pod is not terminated (so not deleted).
+func TestTerminatingPodUnmountsVolumes(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	rt, vols := &fakeRuntime{}, &fakeVolumes{tearDown: errors.New("driver name d not found in the list of registered CSI drivers")}
+	s := New(Config{Runtime: rt, Status: statusmanager.NewManager(nil), Clock: clk, Volumes: vols})
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}
+	if err := s.SyncTerminatingPod(context.Background(), pod, nil); err == nil {
+		t.Fatal("terminated although its volumes could not be unmounted")
+	}
+	vols.tearDown = nil
+	if err := s.SyncTerminatingPod(context.Background(), pod, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(vols.tornDown) != 2 || vols.tornDown[1] != "u1" {
+		t.Fatalf("teardowns %v", vols.tornDown)
 	}
 }

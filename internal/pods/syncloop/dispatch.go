@@ -68,6 +68,11 @@ type DispatcherConfig struct {
 	// pod is admitted (before its worker makes its cgroup) and at each
 	// housekeeping; may be nil.
 	UpdateQOS func(active []*v1.Pod)
+	// CleanupPodVolumes tears down the volumes of pod directories whose UID
+	// is not in keep (pods deleted while the kubelet was down); it runs in
+	// the background, one pass at a time, before their directories can go.
+	// May be nil.
+	CleanupPodVolumes func(ctx context.Context, keep map[string]bool) error
 }
 
 // MirrorHandler deletes mirror pods.
@@ -83,6 +88,8 @@ type Dispatcher struct {
 	// loop never waits for a grace period.
 	mu       sync.Mutex
 	cleaning map[types.UID]bool
+	// volumesBusy is set while a CleanupPodVolumes pass runs.
+	volumesBusy bool
 }
 
 var _ Handler = (*Dispatcher)(nil)
@@ -270,7 +277,37 @@ func (d *Dispatcher) HandleHousekeeping(ctx context.Context) {
 	if d.cfg.CleanupPodCgroups != nil {
 		d.cfg.CleanupPodCgroups(keep)
 	}
+	d.cleanupVolumes(ctx, keep)
 	d.cfg.Runtime.CleanupOrphanedPodDirs(keep)
+}
+
+// cleanupVolumes starts a background pass tearing down the volumes of pods
+// not in keep, unless one is still running.
+func (d *Dispatcher) cleanupVolumes(ctx context.Context, keep map[types.UID]bool) {
+	if d.cfg.CleanupPodVolumes == nil {
+		return
+	}
+	d.mu.Lock()
+	busy := d.volumesBusy
+	d.volumesBusy = true
+	d.mu.Unlock()
+	if busy {
+		return
+	}
+	ids := make(map[string]bool, len(keep))
+	for uid := range keep {
+		ids[string(uid)] = true
+	}
+	go func() {
+		defer func() {
+			d.mu.Lock()
+			d.volumesBusy = false
+			d.mu.Unlock()
+		}()
+		if err := d.cfg.CleanupPodVolumes(ctx, ids); err != nil {
+			klog.ErrorS(err, "Housekeeping: cannot tear down the volumes of orphaned pods yet")
+		}
+	}()
 }
 
 // cleanupOrphan stops and removes a pod no source wants (for example one

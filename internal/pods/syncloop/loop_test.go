@@ -268,3 +268,31 @@ func (h *blockingHandler) HandleProbeUpdate(_ context.Context, u prober.Update) 
 }
 func (h *blockingHandler) HandleSyncTick(context.Context)     { h.calls <- "sync" }
 func (h *blockingHandler) HandleHousekeeping(context.Context) { h.calls <- "housekeeping" }
+
+type orphanDirs struct {
+	noRuntime
+	cleaned chan map[types.UID]bool
+}
+
+func (o orphanDirs) CleanupOrphanedPodDirs(keep map[types.UID]bool) { o.cleaned <- keep }
+
+// Housekeeping starts a background pass tearing down the volumes of pods
+// not kept (which the runtime leaves alone while they remain) and cleans
+// the orphaned pod directories, both with the pods to keep.
+func TestHousekeepingCleansVolumesAndPodDirs(t *testing.T) {
+	cleaned, dirs := make(chan map[string]bool, 1), make(chan map[types.UID]bool, 1)
+	pods := podmanager.NewManager()
+	pods.AddOrUpdate(mkPod("uid-known", "known", nil))
+	d := NewDispatcher(DispatcherConfig{
+		Pods: pods, Workers: &fakeWorkers{states: map[types.UID]podworkers.PodState{}}, Runtime: orphanDirs{cleaned: dirs},
+		SourcesReady:      func() bool { return true },
+		CleanupPodVolumes: func(_ context.Context, keep map[string]bool) error { cleaned <- keep; return nil },
+	})
+	d.HandleHousekeeping(context.Background())
+	if keep := <-dirs; !keep["uid-known"] || keep["uid-vol"] {
+		t.Errorf("pod directory cleanup keeps %v", keep)
+	}
+	if keep := <-cleaned; !keep["uid-known"] || keep["uid-vol"] {
+		t.Errorf("volume cleanup keeps %v", keep)
+	}
+}

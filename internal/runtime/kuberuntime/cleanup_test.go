@@ -166,11 +166,15 @@ func TestPruneContainers(t *testing.T) {
 }
 
 // CleanupOrphanedPodDirs removes the pod and pod-log directories of pods
-// not kept, and leaves the others (and what is not a pod log dir) alone.
+// not kept, and leaves the others (and what is not a pod log dir) alone,
+// as well as a pod directory whose plugin volumes wait for their teardown.
 func TestCleanupOrphanedPodDirs(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, func(c *Config, _ *ImageConfig) {
+		c.PodHasVolumes = func(uid string) bool { return uid == "csi-pending" }
+	})
 	pods, logs := e.cfg.PodsDir, e.cfg.Spec.PodLogsDir
-	kept := []string{filepath.Join(pods, "kept", "volumes"), filepath.Join(logs, "ns_a_kept"), filepath.Join(logs, "not-a-pod-dir")}
+	kept := []string{filepath.Join(pods, "kept", "volumes"), filepath.Join(logs, "ns_a_kept"), filepath.Join(logs, "not-a-pod-dir"),
+		filepath.Join(pods, "csi-pending", "volumes", "kubernetes.io~csi", "pv", "vol_data.json")}
 	gone := []string{filepath.Join(pods, "gone"), filepath.Join(logs, "ns_b_gone2")}
 	for _, d := range append(append([]string{}, kept...), gone...) {
 		if err := os.MkdirAll(d, 0o755); err != nil {

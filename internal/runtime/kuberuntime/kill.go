@@ -222,13 +222,20 @@ func (m *Manager) unlinkContainerLog(podName, ns, name, id string) {
 // the runtime still has), as upstream's housekeeping does. A pod directory
 // first has its volumes torn down (subPath binds and tmpfs mounts left by
 // this or an earlier kubelet process); it is never removed while anything
-// else is mounted below it, nor across a filesystem boundary, and is
+// else is mounted below it, nor across a filesystem boundary, nor while
+// PodHasVolumes says plugin volumes there wait for their teardown, and is
 // retried at the next housekeeping.
 func (m *Manager) CleanupOrphanedPodDirs(keep map[types.UID]bool) {
 	if entries, err := os.ReadDir(m.cfg.PodsDir); err == nil {
 		for _, e := range entries {
 			uid := types.UID(e.Name())
 			if keep[uid] {
+				continue
+			}
+			if m.cfg.PodHasVolumes != nil && m.cfg.PodHasVolumes(string(uid)) {
+				// Their teardown (a CSI driver's unpublish and unstage)
+				// needs what the directory records; it runs apart.
+				klog.V(4).InfoS("Orphaned pod directory still has volumes, left for their teardown", "podUID", uid)
 				continue
 			}
 			if err := m.removePodDir(uid); err != nil {

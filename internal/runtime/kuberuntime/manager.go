@@ -58,10 +58,17 @@ type Config struct {
 	CleanLogs func(ctx context.Context, containerID string) error
 	// Mounts computes extra mounts for a container (volumes); may be nil.
 	Mounts func(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error)
+	// Devices computes a container's block devices (volumeDevices); may be nil.
+	Devices func(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Device, error)
 	// TearDownVolumes unmounts what Mounts mounted for a pod (subPath
-	// binds, tmpfs) before its directory is removed, for pods of this or
-	// an earlier kubelet process; may be nil.
+	// binds, tmpfs, plugin volumes) before its directory is removed, for
+	// pods of this or an earlier kubelet process; may be nil.
 	TearDownVolumes func(uid string) error
+	// PodHasVolumes reports whether an orphaned pod directory still holds
+	// plugin volumes whose teardown runs apart (CleanupPodVolumes in the
+	// housekeeping); such a directory is left until they are gone. May be
+	// nil.
+	PodHasVolumes func(uid string) bool
 	// RunHook runs a postStart or preStop handler within timeout; nil
 	// means lifecycle hooks are not run.
 	RunHook func(ctx context.Context, h *v1.LifecycleHandler, c *v1.Container, containerID, podIP string, timeout time.Duration) error
@@ -295,9 +302,17 @@ func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.P
 		res.fail(c.Name, ReasonCreateConfigError, err.Error())
 		return false
 	}
+	var devices []*runtimeapi.Device
+	if m.cfg.Devices != nil && len(c.VolumeDevices) > 0 {
+		if devices, err = m.cfg.Devices(pod, c); err != nil {
+			m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Error: %v", err)
+			res.fail(c.Name, ReasonCreateConfigError, err.Error())
+			return false
+		}
+	}
 	cfg, err := criconfig.ContainerConfig(ctx, criconfig.ContainerInputs{
 		Pod: pod, Container: c, RestartCount: restartCount, PodIPs: podIPs, HostIPs: m.hostIPs(),
-		ImageRef: imageRef, ImageUID: imageUID, ImageUsername: imageUsername, Mounts: mounts, SandboxConfig: sandboxConfig,
+		ImageRef: imageRef, ImageUID: imageUID, ImageUsername: imageUsername, Mounts: mounts, Devices: devices, SandboxConfig: sandboxConfig,
 	}, m.cfg.Spec)
 	if err != nil {
 		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Error: %v", err)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/volume"
 )
 
 // UnsupportedFeatures lists what a pod asks for that this kubelet does not
@@ -14,7 +16,8 @@ func UnsupportedFeatures(pod *v1.Pod) []string {
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
 		switch {
-		case vol.EmptyDir != nil, vol.HostPath != nil, vol.ConfigMap != nil, vol.Secret != nil, vol.DownwardAPI != nil:
+		case vol.EmptyDir != nil, vol.HostPath != nil, vol.ConfigMap != nil, vol.Secret != nil, vol.DownwardAPI != nil,
+			vol.PersistentVolumeClaim != nil, vol.Ephemeral != nil, vol.CSI != nil, vol.Image != nil:
 		case vol.Projected != nil:
 			for _, src := range vol.Projected.Sources {
 				if src.ClusterTrustBundle != nil || src.PodCertificate != nil {
@@ -23,7 +26,7 @@ func UnsupportedFeatures(pod *v1.Pod) []string {
 				}
 			}
 		default:
-			out = append(out, fmt.Sprintf("volume %q (type)", vol.Name))
+			out = append(out, fmt.Sprintf("volume %q (%s)", vol.Name, volume.SourceName(&vol.VolumeSource)))
 		}
 	}
 	return out

@@ -22,6 +22,10 @@ func TestUnsupportedFeatures(t *testing.T) {
 			{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{Path: "b"}},
 		}}}},
 		{Name: "claim", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}},
+		{Name: "inline", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: "d"}}},
+		{Name: "scratch-claim", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}},
+		{Name: "tools", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "r"}}},
+		{Name: "share", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/"}}},
 	}
 	cases := []struct {
 		name string
@@ -30,7 +34,7 @@ func TestUnsupportedFeatures(t *testing.T) {
 	}{
 		{name: "plain pod", pod: plain},
 		{name: "probes and hooks are handled", pod: probed},
-		{name: "volumes we do not handle (service account tokens we do)", pod: withVolume, want: []string{`volume "bundle" trust-bundle/certificate projections`, `volume "claim" (type)`}},
+		{name: "volumes we do not handle (service account tokens we do)", pod: withVolume, want: []string{`volume "bundle" trust-bundle/certificate projections`, `volume "share" (nfs)`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
