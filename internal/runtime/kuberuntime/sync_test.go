@@ -389,7 +389,7 @@ func TestSyncPod(t *testing.T) {
 				calls:   []string{"RunPodSandbox", "PodSandboxStatus", "CreateContainer", "StartContainer"},
 				started: []string{"foo1"},
 				events: []string{
-					`Warning UnsupportedField This kubelet does not implement volume "data" (type) yet; the pod runs without them`,
+					`Warning UnsupportedField This kubelet does not implement volume "data" (iscsi) yet; the pod runs without them`,
 					`Normal Pulled Container image "busybox" already present on machine`,
 					`Normal Created Created container: foo1`,
 					`Normal Started Started container foo1`,
