@@ -31,8 +31,16 @@ install_packages() {
 }
 
 # containerd_config prints our containerd config: the packaged default with
-# the settings this machine needs (see docs/ENVIRONMENT.md).
+# the settings this machine needs (see docs/ENVIRONMENT.md), plus the
+# TEST_RUNTIME_HANDLER runtime for RuntimeClass tests.
 containerd_config() {
+  {
+    containerd_default_config
+    test_handler_v2
+  }
+}
+
+containerd_default_config() {
   containerd config default | sed \
     -e 's|restrict_oom_score_adj = false|restrict_oom_score_adj = true|' \
     -e "s|sandbox_image = \".*\"|sandbox_image = \"${SANDBOX_IMAGE}\"|" \
@@ -58,7 +66,8 @@ write_configs() {
   local cfg changed=1
   cfg=$(containerd_config)
   for want in 'restrict_oom_score_adj = true' "sandbox_image = \"${SANDBOX_IMAGE}\"" \
-    "bin_dir = \"${CNI_BIN_DIR}\"" "config_path = \"${CERTS_DIR}\"" 'SystemdCgroup = false'; do
+    "bin_dir = \"${CNI_BIN_DIR}\"" "config_path = \"${CERTS_DIR}\"" 'SystemdCgroup = false' \
+    "runtimes.${TEST_RUNTIME_HANDLER}]"; do
     grep -qF "$want" <<<"$cfg" || die "containerd config: could not set '${want}'"
   done
   install_file "$CONTAINERD_CONFIG" "$cfg" && changed=0
