@@ -89,6 +89,7 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 		PodsDir: b.host.podsDir, ContainerLogsDir: containerLogsDir, HostIPs: b.host.ips,
 		DeadContainerMinAge: gcPolicy.MinAge, CleanLogs: logRotation.Clean,
 		Mounts: volumes.Mounts, TearDownVolumes: volumes.TearDown, PodCgroups: node.containers,
+		RuntimeClasses: runtimeClasses(ctx, b),
 		RunHook: func(ctx context.Context, h *v1.LifecycleHandler, c *v1.Container, id, podIP string, timeout time.Duration) error {
 			return prober.RunHook(ctx, h, c, id, podIP, b.cri.Runtime, clk, timeout)
 		},

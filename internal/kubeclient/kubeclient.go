@@ -10,6 +10,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,6 +39,7 @@ func init() {
 		coordinationv1.AddToScheme,
 		authenticationv1.AddToScheme,
 		authorizationv1.AddToScheme,
+		nodev1.AddToScheme,
 	} {
 		utilruntime.Must(add(Scheme))
 	}
@@ -49,6 +51,7 @@ type Interface interface {
 	CoordinationV1() CoordinationV1Interface
 	AuthenticationV1() AuthenticationV1Interface
 	AuthorizationV1() AuthorizationV1Interface
+	NodeV1() NodeV1Interface
 }
 
 // CoreV1Interface is the core/v1 subset the kubelet uses.
@@ -139,9 +142,21 @@ type SubjectAccessReviewInterface interface {
 	Create(ctx context.Context, review *authorizationv1.SubjectAccessReview, opts metav1.CreateOptions) (*authorizationv1.SubjectAccessReview, error)
 }
 
+// NodeV1Interface: RuntimeClasses, for runtimeClassName.
+type NodeV1Interface interface {
+	// RESTClient serves list/watch for the RuntimeClass cache.
+	RESTClient() rest.Interface
+	RuntimeClasses() RuntimeClassInterface
+}
+
+// RuntimeClassInterface reads RuntimeClasses.
+type RuntimeClassInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*nodev1.RuntimeClass, error)
+}
+
 // Client implements Interface over one RESTClient per group.
 type Client struct {
-	core, coordination, authentication, authorization rest.Interface
+	core, coordination, authentication, authorization, node rest.Interface
 }
 
 var _ Interface = (*Client)(nil)
@@ -174,6 +189,7 @@ func NewForConfig(c *rest.Config) (*Client, error) {
 		{&out.coordination, coordinationv1.SchemeGroupVersion, "/apis"},
 		{&out.authentication, authenticationv1.SchemeGroupVersion, "/apis"},
 		{&out.authorization, authorizationv1.SchemeGroupVersion, "/apis"},
+		{&out.node, nodev1.SchemeGroupVersion, "/apis"},
 	} {
 		if *g.dst, err = restClientFor(cfg, g.gv, g.apiPath, httpClient); err != nil {
 			return nil, fmt.Errorf("%s client: %w", g.gv, err)
@@ -202,6 +218,9 @@ func (c *Client) AuthenticationV1() AuthenticationV1Interface {
 
 // AuthorizationV1 returns the authorization.k8s.io/v1 client.
 func (c *Client) AuthorizationV1() AuthorizationV1Interface { return authorizationV1{c.authorization} }
+
+// NodeV1 returns the node.k8s.io/v1 client.
+func (c *Client) NodeV1() NodeV1Interface { return nodeV1{c.node} }
 
 type coreV1 struct{ rc rest.Interface }
 
@@ -242,6 +261,13 @@ type authorizationV1 struct{ rc rest.Interface }
 
 func (c authorizationV1) SubjectAccessReviews() SubjectAccessReviewInterface {
 	return &resource[authorizationv1.SubjectAccessReview, *authorizationv1.SubjectAccessReview]{c.rc, "", "subjectaccessreviews"}
+}
+
+type nodeV1 struct{ rc rest.Interface }
+
+func (c nodeV1) RESTClient() rest.Interface { return c.rc }
+func (c nodeV1) RuntimeClasses() RuntimeClassInterface {
+	return &resource[nodev1.RuntimeClass, *nodev1.RuntimeClass]{c.rc, "", "runtimeclasses"}
 }
 
 // object is a pointer to an API type.

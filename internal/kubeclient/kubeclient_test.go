@@ -52,6 +52,8 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apiVersion, kind = "authentication.k8s.io/v1", "TokenReview"
 	case strings.HasSuffix(p, "/subjectaccessreviews"):
 		apiVersion, kind = "authorization.k8s.io/v1", "SubjectAccessReview"
+	case strings.Contains(p, "/runtimeclasses"):
+		apiVersion, kind = "node.k8s.io/v1", "RuntimeClass"
 	case strings.Contains(p, "/leases"):
 		apiVersion, kind = "coordination.k8s.io/v1", "Lease"
 	case strings.HasSuffix(p, "/services"):
@@ -162,6 +164,10 @@ func TestRequestsMatchTheGeneratedClientset(t *testing.T) {
 			o, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{}, metav1.CreateOptions{})
 			return o.Name, err
 		}, method: "POST", path: "/apis/authorization.k8s.io/v1/subjectaccessreviews", body: true},
+		{name: "get runtime class", call: func() (string, error) {
+			o, err := c.NodeV1().RuntimeClasses().Get(ctx, "rc", metav1.GetOptions{})
+			return o.Name, err
+		}, method: "GET", path: "/apis/node.k8s.io/v1/runtimeclasses/rc"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -236,7 +242,8 @@ func TestQPSNeedsBurst(t *testing.T) {
 	}
 	// One token bucket for all groups, as the generated clientset shares it.
 	core := c.core.(*rest.RESTClient).GetRateLimiter()
-	if core == nil || core != c.coordination.(*rest.RESTClient).GetRateLimiter() || core != c.authorization.(*rest.RESTClient).GetRateLimiter() {
+	if core == nil || core != c.coordination.(*rest.RESTClient).GetRateLimiter() || core != c.authorization.(*rest.RESTClient).GetRateLimiter() ||
+		core != c.node.(*rest.RESTClient).GetRateLimiter() {
 		t.Errorf("groups do not share one rate limiter")
 	}
 }

@@ -25,6 +25,7 @@ func (c clientset) AuthenticationV1() kubeclient.AuthenticationV1Interface {
 func (c clientset) AuthorizationV1() kubeclient.AuthorizationV1Interface {
 	return authorization{c.cs}
 }
+func (c clientset) NodeV1() kubeclient.NodeV1Interface { return node{c.cs} }
 
 type core struct{ cs kubernetes.Interface }
 
@@ -57,4 +58,11 @@ type authorization struct{ cs kubernetes.Interface }
 
 func (c authorization) SubjectAccessReviews() kubeclient.SubjectAccessReviewInterface {
 	return c.cs.AuthorizationV1().SubjectAccessReviews()
+}
+
+type node struct{ cs kubernetes.Interface }
+
+func (c node) RESTClient() rest.Interface { return c.cs.NodeV1().RESTClient() }
+func (c node) RuntimeClasses() kubeclient.RuntimeClassInterface {
+	return c.cs.NodeV1().RuntimeClasses()
 }
