@@ -7,7 +7,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
-PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables)
+PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables dbus-daemon)
 CNI_BIN_DIR=/usr/lib/cni
 CERTS_DIR=/etc/containerd/certs.d
 
@@ -21,6 +21,8 @@ install_packages() {
   # Debian's dynamically linked "busybox" would not run inside an image.
   [[ $(dpkg-query -W -f='${Status}' busybox-static 2>/dev/null) == "install ok installed" ]] || missing+=(busybox-static)
   command -v iptables >/dev/null || missing+=(iptables) # portmap (hostPort) needs it
+  # The systemd cgroup driver's tests run a private bus with a systemd stand-in.
+  command -v dbus-daemon >/dev/null || missing+=(dbus-daemon)
   if ((${#missing[@]} == 0)); then
     return
   fi

@@ -83,9 +83,14 @@ type Kubelet struct {
 	CgroupRoot string
 	LogPath    string
 	ExtraArgs  []string
-	cmd        *exec.Cmd
-	exited     chan struct{}
-	exitErr    error
+	// Wrapper, when set, is the command the kubelet runs under (e.g.
+	// nsenter into a runtime's mount namespace); Env is added to the
+	// kubelet's environment.
+	Wrapper []string
+	Env     []string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	exitErr error
 }
 
 // StandaloneAuth is the kubelet API's authentication for standalone tests:
@@ -180,7 +185,9 @@ func (k *Kubelet) Start() {
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	k.cmd = exec.Command(KubeletBinary(k.t), k.Args()...)
+	argv := append(append(append([]string{}, k.Wrapper...), KubeletBinary(k.t)), k.Args()...)
+	k.cmd = exec.Command(argv[0], argv[1:]...)
+	k.cmd.Env = append(os.Environ(), k.Env...)
 	k.cmd.Stdout, k.cmd.Stderr = logf, logf
 	if err := k.cmd.Start(); err != nil {
 		k.t.Fatalf("start kubelet: %v", err)
