@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Starts (or stops) a containerd 1.6 private to one user of this machine:
+# Starts (or stops) a containerd private to one user of this machine:
 # own socket, root and state, sharing the CNI config, images and registry that
 # hack/setup-node.sh set up. Every kubelet kills the pods it does not know, so
 # two test runs (or a test run and a benchmark) must never share a runtime;
@@ -9,13 +9,36 @@
 #   hack/private-containerd.sh NAME stop     stop it and remove its state
 #   CONTAINERD=2 hack/private-containerd.sh NAME
 #                                            the same with containerd 2.x
-#                                            (run hack/setup-containerd2.sh first)
+#                                            (run hack/setup-containerd2.sh first;
+#                                            PRIVATE_CONTAINERD_VERSION=2 below)
 #
 # Socket /run/seed-NAME/containerd.sock, root /var/lib/seed-NAME/containerd,
 # log /var/log/seed-NAME-containerd.log. Run hack/setup-node.sh first. Needs
 # root. Use it with: CONTAINER_RUNTIME_ENDPOINT=$(hack/private-containerd.sh NAME) go test ...
+#
+# Both offer the runc-test handler (TEST_RUNTIME_HANDLER) beside runc.
+# Environment (start only):
+#   PRIVATE_CONTAINERD_VERSION=2   containerd 2.x (built by
+#                                  hack/setup-containerd2.sh) instead of
+#                                  Debian's 1.6
+#   PRIVATE_CONTAINERD_SYSTEMD_BUS=ADDRESS
+#                                  runc with the systemd cgroup driver
+#                                  (SystemdCgroup = true), talking to the
+#                                  systemd on that D-Bus address (a test's
+#                                  stand-in: DBUS_SYSTEM_BUS_ADDRESS). runc
+#                                  insists on /run/systemd/system, which a
+#                                  machine without systemd lacks, so
+#                                  containerd runs in its own mount namespace
+#                                  (host mounts propagate into it) with a
+#                                  tmpfs on /run/systemd holding that
+#                                  directory; run a kubelet next to it with
+#                                  nsenter --mount=/proc/PID/ns/mnt, PID from
+#                                  /run/seed-kubelet/NAME-containerd.pid.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+# CONTAINERD=2 is the short form of PRIVATE_CONTAINERD_VERSION=2.
+PRIVATE_CONTAINERD_VERSION=${PRIVATE_CONTAINERD_VERSION:-${CONTAINERD:-1}}
 
 NAME=${1:?usage: $0 NAME [stop]}
 [[ $NAME =~ ^[a-z0-9-]+$ ]] || die "NAME must be lower-case letters, digits and dashes"
@@ -30,35 +53,54 @@ answers() {
   [[ -S $P_SOCK ]] && ctr --address "$P_SOCK" --connect-timeout 1s --timeout 3s version >/dev/null 2>&1
 }
 
-# containerd 2.x as hack/setup-containerd2.sh builds and configures it.
-C2_BIN=${BIN_DIR}/containerd2
-C2_CONFIG=/etc/seed-kubelet/containerd2.toml
-
-start() {
-  [[ $(id -u) == 0 ]] || die "run as root"
-  containerd_answers || die "the shared containerd is not running: run hack/setup-node.sh first"
-  mkdir -p "$P_RUN"
-  local cmd=(containerd --config "$P_CONFIG")
-  if [[ ${CONTAINERD:-1} == 2 ]]; then
-    [[ -x ${C2_BIN}/containerd && -f $C2_CONFIG ]] || die "containerd 2.x is not set up: run hack/setup-containerd2.sh first"
-    sed -e "s|^root = .*|root = '${P_ROOT}'|" \
-      -e "s|^state = .*|state = '${P_RUN}/state'|" \
-      -e "s|address = '/run/containerd2/containerd.sock'|address = '${P_SOCK}'|" \
-      -e "s|address = '/run/containerd2/containerd.sock.ttrpc'|address = '${P_SOCK}.ttrpc'|" \
-      "$C2_CONFIG" >"$P_CONFIG"
-    grep -q "address = '${P_SOCK}'" "$P_CONFIG" || die "could not set the private socket in ${P_CONFIG}"
-    # The 2.x shim must come before Debian's 1.6 shim in PATH.
-    cmd=(env PATH="${C2_BIN}:${PATH}" "${C2_BIN}/containerd" --config "$P_CONFIG")
+# write_config writes the private config: 1.6's is the shared one with our
+# paths (and the test handler when the shared one predates it), 2.x's is
+# hack/lib/common.sh's.
+write_config() {
+  if [[ ${PRIVATE_CONTAINERD_VERSION:-1} == 2 ]]; then
+    [[ -x ${BIN_DIR}/containerd2/containerd ]] || die "containerd 2.x is not built: run hack/setup-containerd2.sh"
+    containerd2_config "$P_ROOT" "${P_RUN}/state" "$P_SOCK" >"$P_CONFIG"
   else
     sed -e "s|^root = .*|root = \"${P_ROOT}\"|" \
       -e "s|^state = .*|state = \"${P_RUN}/state\"|" \
       -e "s|^  address = \"${CONTAINERD_SOCK}\"|  address = \"${P_SOCK}\"|" \
       "$CONTAINERD_CONFIG" >"$P_CONFIG"
-    grep -q "address = \"${P_SOCK}\"" "$P_CONFIG" || die "could not set the private socket in ${P_CONFIG}"
+    grep -qF "runtimes.${TEST_RUNTIME_HANDLER}]" "$P_CONFIG" || test_handler_v2 >>"$P_CONFIG"
   fi
+  grep -Eq "address = [\"']${P_SOCK}[\"']" "$P_CONFIG" || die "could not set the private socket in ${P_CONFIG}"
+  if [[ -n ${PRIVATE_CONTAINERD_SYSTEMD_BUS:-} ]]; then
+    sed -i -e 's|SystemdCgroup = false|SystemdCgroup = true|' "$P_CONFIG"
+  fi
+}
+
+# containerd_cmd prints the command line that runs this containerd, one
+# word per line.
+containerd_cmd() {
+  local bin=containerd
+  if [[ ${PRIVATE_CONTAINERD_VERSION:-1} == 2 ]]; then
+    # Its shim must come before Debian's 1.6 shim in PATH.
+    printf '%s\n' env "PATH=${BIN_DIR}/containerd2:${PATH}"
+    bin=${BIN_DIR}/containerd2/containerd
+  fi
+  if [[ -n ${PRIVATE_CONTAINERD_SYSTEMD_BUS:-} ]]; then
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    printf '%s\n' env "DBUS_SYSTEM_BUS_ADDRESS=${PRIVATE_CONTAINERD_SYSTEMD_BUS}" \
+      unshare --mount --propagation slave -- sh -c \
+      'mount -t tmpfs -o mode=0755 seed-systemd /run/systemd && mkdir /run/systemd/system && exec "$@"' sh
+  fi
+  printf '%s\n' "$bin" --config "$P_CONFIG"
+}
+
+start() {
+  [[ $(id -u) == 0 ]] || die "run as root"
+  containerd_answers || die "the shared containerd is not running: run hack/setup-node.sh first"
+  mkdir -p "$P_RUN"
+  write_config
   if answers; then
     pid_alive "$P_PID" || die "something not started by us answers on ${P_SOCK}"
   else
+    local cmd
+    mapfile -t cmd < <(containerd_cmd)
     start_daemon "$P_PID" "$P_LOG" "${cmd[@]}"
     wait_until 30 "containerd on ${P_SOCK}" answers >&2 || die "containerd did not start; log ${P_LOG}"
     log "started (pid $(<"$P_PID")) on ${P_SOCK}, log ${P_LOG}" >&2

@@ -7,7 +7,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
-PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables)
+PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables dbus-daemon)
 CNI_BIN_DIR=/usr/lib/cni
 CERTS_DIR=/etc/containerd/certs.d
 
@@ -21,6 +21,8 @@ install_packages() {
   # Debian's dynamically linked "busybox" would not run inside an image.
   [[ $(dpkg-query -W -f='${Status}' busybox-static 2>/dev/null) == "install ok installed" ]] || missing+=(busybox-static)
   command -v iptables >/dev/null || missing+=(iptables) # portmap (hostPort) needs it
+  # The systemd cgroup driver's tests run a private bus with a systemd stand-in.
+  command -v dbus-daemon >/dev/null || missing+=(dbus-daemon)
   if ((${#missing[@]} == 0)); then
     return
   fi
@@ -31,8 +33,16 @@ install_packages() {
 }
 
 # containerd_config prints our containerd config: the packaged default with
-# the settings this machine needs (see docs/ENVIRONMENT.md).
+# the settings this machine needs (see docs/ENVIRONMENT.md), plus the
+# TEST_RUNTIME_HANDLER runtime for RuntimeClass tests.
 containerd_config() {
+  {
+    containerd_default_config
+    test_handler_v2
+  }
+}
+
+containerd_default_config() {
   containerd config default | sed \
     -e 's|restrict_oom_score_adj = false|restrict_oom_score_adj = true|' \
     -e "s|sandbox_image = \".*\"|sandbox_image = \"${SANDBOX_IMAGE}\"|" \
@@ -58,7 +68,8 @@ write_configs() {
   local cfg changed=1
   cfg=$(containerd_config)
   for want in 'restrict_oom_score_adj = true' "sandbox_image = \"${SANDBOX_IMAGE}\"" \
-    "bin_dir = \"${CNI_BIN_DIR}\"" "config_path = \"${CERTS_DIR}\"" 'SystemdCgroup = false'; do
+    "bin_dir = \"${CNI_BIN_DIR}\"" "config_path = \"${CERTS_DIR}\"" 'SystemdCgroup = false' \
+    "runtimes.${TEST_RUNTIME_HANDLER}]"; do
     grep -qF "$want" <<<"$cfg" || die "containerd config: could not set '${want}'"
   done
   install_file "$CONTAINERD_CONFIG" "$cfg" && changed=0

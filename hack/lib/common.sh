@@ -13,6 +13,9 @@ CNI_CONF=/etc/cni/net.d/10-seed-kubelet.conflist
 REGISTRY_ADDR=127.0.0.1:5000
 REGISTRY_LOG=/var/log/seed-registry.log
 SANDBOX_IMAGE=registry.k8s.io/pause:3.10
+# A second runc handler both test containerds offer, for RuntimeClass tests
+# (a RuntimeClass with handler runc-test runs its pods through it).
+TEST_RUNTIME_HANDLER=runc-test
 BUSYBOX_IMAGE=docker.io/library/busybox:1.36
 
 export PATH="/usr/local/go/bin:${PATH}"
@@ -81,4 +84,60 @@ stop_daemon() {
 containerd_answers() {
   [[ -S $CONTAINERD_SOCK ]] &&
     ctr --address "$CONTAINERD_SOCK" --connect-timeout 1s --timeout 3s version >/dev/null 2>&1
+}
+
+# test_handler_v2 prints the containerd 1.6 (config version 2) table of the
+# TEST_RUNTIME_HANDLER runtime; appended to a config that lacks it.
+test_handler_v2() {
+  cat <<TOML
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.${TEST_RUNTIME_HANDLER}]
+  runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.${TEST_RUNTIME_HANDLER}.options]
+    SystemdCgroup = false
+TOML
+}
+
+# containerd2_config ROOT STATE SOCK prints a containerd 2.x config (version
+# 4) with its own root, state and socket: the CRI settings this machine
+# needs, runc as the default handler and TEST_RUNTIME_HANDLER beside it.
+containerd2_config() {
+  local root=$1 state=$2 sock=$3
+  cat <<TOML
+version = 4
+root = '${root}'
+state = '${state}'
+# NRI would share /var/run/nri with the other containerd.
+disabled_plugins = ['io.containerd.nri.v1.nri']
+
+[plugins]
+  # Never the default socket: that belongs to the containerd 1.6 beside us.
+  [plugins.'io.containerd.server.v1.grpc']
+    address = '${sock}'
+  [plugins.'io.containerd.server.v1.ttrpc']
+    address = '${sock}.ttrpc'
+  [plugins.'io.containerd.server.v1.debug']
+    address = ''
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = 'overlayfs'
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = '${SANDBOX_IMAGE}'
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = '/etc/containerd/certs.d'
+  [plugins.'io.containerd.cri.v1.runtime']
+    restrict_oom_score_adj = true
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = 'runc'
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+        runtime_type = 'io.containerd.runc.v2'
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+          SystemdCgroup = false
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.${TEST_RUNTIME_HANDLER}]
+        runtime_type = 'io.containerd.runc.v2'
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.${TEST_RUNTIME_HANDLER}.options]
+          SystemdCgroup = false
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ['/usr/lib/cni']
+      conf_dir = '/etc/cni/net.d'
+TOML
 }

@@ -72,6 +72,7 @@ func nodeStaticInputs(cfg *kubeletconfig.KubeletConfiguration, flags options.Kub
 		MaxPods: cfg.MaxPods, PodsPerCore: cfg.PodsPerCore, SystemReserved: res.system, KubeReserved: res.kube,
 		EvictionHard: cfg.EvictionHard, KubeletPort: cfg.Port, Labels: flags.NodeLabels, Taints: cfg.RegisterWithTaints,
 		ProviderID: cfg.ProviderID, ControllerAttachDetach: derefBool(cfg.EnableControllerAttachDetach, true),
+		NodeIPFlag: splitComma(flags.NodeIP), ExternalCloudProvider: flags.CloudProvider == nodestatus.CloudProviderExternal,
 	}
 }
 

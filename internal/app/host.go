@@ -99,8 +99,9 @@ func applyMaxOpenFiles(n int64) {
 	}
 }
 
-// nodeIPs returns the node's addresses: --node-ip when given, else the
-// addresses the node name resolves to, else the first global unicast
+// nodeIPs returns the node's addresses: --node-ip when given (and not the
+// unspecified 0.0.0.0 or ::, which asks for detection as upstream), else
+// the addresses the node name resolves to, else the first global unicast
 // address of an interface that is up.
 func nodeIPs(nodeIP, nodeName string) ([]string, error) {
 	if nodeIP != "" {
@@ -112,7 +113,9 @@ func nodeIPs(nodeIP, nodeName string) ([]string, error) {
 			}
 			out = append(out, ip.String())
 		}
-		return out, nil
+		if len(out) != 1 || !net.ParseIP(out[0]).IsUnspecified() {
+			return out, nil
+		}
 	}
 	if addrs, err := net.LookupIP(nodeName); err == nil {
 		for _, ip := range addrs {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"errors"
+	"net"
 	"strings"
 	"testing"
 )
@@ -45,5 +46,24 @@ func TestNodeIPsFromFlag(t *testing.T) {
 	}
 	if _, err := nodeIPs("not-an-ip", "x"); err == nil {
 		t.Fatal("bad --node-ip accepted")
+	}
+}
+
+// An unspecified --node-ip asks for the detected address, as upstream.
+func TestNodeIPsUnspecifiedDetects(t *testing.T) {
+	got, err := nodeIPs("0.0.0.0", "localhost")
+	if err != nil || len(got) != 1 || net.ParseIP(got[0]) == nil || net.ParseIP(got[0]).IsUnspecified() {
+		t.Fatalf("nodeIPs(0.0.0.0) = %v, %v; want a detected address", got, err)
+	}
+}
+
+func TestCheckCloudProviderAtStart(t *testing.T) {
+	if err := checkCloudProvider("external"); err != nil {
+		t.Errorf("external refused: %v", err)
+	}
+	err := checkCloudProvider("gce")
+	want := `failed to create kubelet: cloud provider "gce" was specified, but built-in cloud providers are disabled. Please set --cloud-provider=external and migrate to an external cloud provider`
+	if err == nil || err.Error() != want {
+		t.Errorf("checkCloudProvider(gce) = %v, want %q", err, want)
 	}
 }

@@ -105,6 +105,7 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 		DeadContainerMinAge: gcPolicy.MinAge, CleanLogs: logRotation.Clean,
 		Mounts: volumes.Mounts, Devices: volumes.Devices, TearDownVolumes: volumes.TearDown, PodHasVolumes: volumes.PodHasVolumes,
 		PodCgroups: node.containers,
+		RuntimeClasses: runtimeClasses(ctx, b),
 		RunHook: func(ctx context.Context, h *v1.LifecycleHandler, c *v1.Container, id, podIP string, timeout time.Duration) error {
 			return prober.RunHook(ctx, h, c, id, podIP, b.cri.Runtime, clk, timeout)
 		},

@@ -3,11 +3,13 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 
 	"k8s.io/klog/v2"
 
 	"github.com/seed-kubelet/kubelet/internal/app/options"
+	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
 	"github.com/seed-kubelet/kubelet/internal/pods/runonce"
 )
 
@@ -19,6 +21,9 @@ var ErrLockContention = errors.New("another process opened the kubelet lock file
 // only reads what the earlier ones built), then starts it and runs the
 // sync loop.
 func Run(ctx context.Context, o *options.Options) error {
+	if err := checkCloudProvider(o.Flags.CloudProvider); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	unlock, err := lockFile(o.Flags, func() { cancel(ErrLockContention) })
@@ -71,6 +76,19 @@ func exitError(ctx context.Context, lockFilePath string) error {
 	}
 	if cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
+	}
+	return nil
+}
+
+// checkCloudProvider refuses the in-tree cloud providers upstream removed,
+// with upstream's error; "external" hands the Node's addresses and
+// initialisation to a cloud controller manager.
+func checkCloudProvider(name string) error {
+	if err := nodestatus.CheckCloudProvider(name); err != nil {
+		return fmt.Errorf("failed to create kubelet: %w", err)
+	}
+	if name == nodestatus.CloudProviderExternal {
+		klog.InfoS("External cloud provider specified")
 	}
 	return nil
 }

@@ -3,11 +3,11 @@
 //
 // The generated clientset links every API group's types, the full
 // kubernetes/scheme, apply configurations and discovery into the binary;
-// the kubelet talks to six groups. This package builds one rest.RESTClient
+// the kubelet talks to seven groups. This package builds one rest.RESTClient
 // per group over a shared http.Client and a Scheme holding only those groups
 // (core/v1, coordination/v1, authentication/v1, authorization/v1,
-// certificates/v1, storage/v1), and exposes interfaces with exactly the
-// methods the kubelet calls.
+// certificates/v1, storage/v1, node/v1), and exposes interfaces with exactly
+// the methods the kubelet calls.
 //
 // Invariants:
 //   - Requests behave as the generated clientset's do: same paths, query

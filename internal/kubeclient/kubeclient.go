@@ -11,6 +11,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,6 +44,7 @@ func init() {
 		authorizationv1.AddToScheme,
 		certificatesv1.AddToScheme,
 		storagev1.AddToScheme,
+		nodev1.AddToScheme,
 	} {
 		utilruntime.Must(add(Scheme))
 	}
@@ -56,6 +58,7 @@ type Interface interface {
 	AuthorizationV1() AuthorizationV1Interface
 	CertificatesV1() CertificatesV1Interface
 	StorageV1() StorageV1Interface
+	NodeV1() NodeV1Interface
 }
 
 // CoreV1Interface is the core/v1 subset the kubelet uses.
@@ -199,9 +202,21 @@ type CertificateSigningRequestInterface interface {
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
+// NodeV1Interface: RuntimeClasses, for runtimeClassName.
+type NodeV1Interface interface {
+	// RESTClient serves list/watch for the RuntimeClass cache.
+	RESTClient() rest.Interface
+	RuntimeClasses() RuntimeClassInterface
+}
+
+// RuntimeClassInterface reads RuntimeClasses.
+type RuntimeClassInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*nodev1.RuntimeClass, error)
+}
+
 // Client implements Interface over one RESTClient per group.
 type Client struct {
-	core, coordination, authentication, authorization, certificates, storage rest.Interface
+	core, coordination, authentication, authorization, certificates, storage, node rest.Interface
 }
 
 var _ Interface = (*Client)(nil)
@@ -247,6 +262,7 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Client, er
 		{&out.authorization, authorizationv1.SchemeGroupVersion, "/apis"},
 		{&out.certificates, certificatesv1.SchemeGroupVersion, "/apis"},
 		{&out.storage, storagev1.SchemeGroupVersion, "/apis"},
+		{&out.node, nodev1.SchemeGroupVersion, "/apis"},
 	} {
 		if *g.dst, err = restClientFor(cfg, g.gv, g.apiPath, httpClient); err != nil {
 			return nil, fmt.Errorf("%s client: %w", g.gv, err)
@@ -281,6 +297,9 @@ func (c *Client) CertificatesV1() CertificatesV1Interface { return certificatesV
 
 // StorageV1 returns the storage.k8s.io/v1 client.
 func (c *Client) StorageV1() StorageV1Interface { return storageV1{c.storage} }
+
+// NodeV1 returns the node.k8s.io/v1 client.
+func (c *Client) NodeV1() NodeV1Interface { return nodeV1{c.node} }
 
 type coreV1 struct{ rc rest.Interface }
 
@@ -347,6 +366,13 @@ type certificatesV1 struct{ rc rest.Interface }
 
 func (c certificatesV1) CertificateSigningRequests() CertificateSigningRequestInterface {
 	return &csrs{resource[certificatesv1.CertificateSigningRequest, *certificatesv1.CertificateSigningRequest]{c.rc, "", "certificatesigningrequests"}}
+}
+
+type nodeV1 struct{ rc rest.Interface }
+
+func (c nodeV1) RESTClient() rest.Interface { return c.rc }
+func (c nodeV1) RuntimeClasses() RuntimeClassInterface {
+	return &resource[nodev1.RuntimeClass, *nodev1.RuntimeClass]{c.rc, "", "runtimeclasses"}
 }
 
 // object is a pointer to an API type.

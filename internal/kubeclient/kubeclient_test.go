@@ -63,6 +63,8 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apiVersion, kind = "certificates.k8s.io/v1", "CertificateSigningRequestList"
 	case strings.Contains(p, "/certificatesigningrequests"):
 		apiVersion, kind = "certificates.k8s.io/v1", "CertificateSigningRequest"
+	case strings.Contains(p, "/runtimeclasses"):
+		apiVersion, kind = "node.k8s.io/v1", "RuntimeClass"
 	case strings.Contains(p, "/leases"):
 		apiVersion, kind = "coordination.k8s.io/v1", "Lease"
 	case strings.Contains(p, "/csidrivers"):
@@ -219,6 +221,10 @@ func TestRequestsMatchTheGeneratedClientset(t *testing.T) {
 			o, err := c.StorageV1().VolumeAttachments().Get(ctx, "csi-1", metav1.GetOptions{})
 			return o.Name, err
 		}, method: "GET", path: "/apis/storage.k8s.io/v1/volumeattachments/csi-1"},
+		{name: "get runtime class", call: func() (string, error) {
+			o, err := c.NodeV1().RuntimeClasses().Get(ctx, "rc", metav1.GetOptions{})
+			return o.Name, err
+		}, method: "GET", path: "/apis/node.k8s.io/v1/runtimeclasses/rc"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -313,7 +319,8 @@ func TestQPSNeedsBurst(t *testing.T) {
 	// One token bucket for all groups, as the generated clientset shares it.
 	core := c.core.(*rest.RESTClient).GetRateLimiter()
 	if core == nil || core != c.coordination.(*rest.RESTClient).GetRateLimiter() || core != c.authorization.(*rest.RESTClient).GetRateLimiter() ||
-		core != c.storage.(*rest.RESTClient).GetRateLimiter() {
+		core != c.storage.(*rest.RESTClient).GetRateLimiter() ||
+		core != c.node.(*rest.RESTClient).GetRateLimiter() {
 		t.Errorf("groups do not share one rate limiter")
 	}
 }

@@ -51,10 +51,13 @@ type KubeletFlags struct {
 	// MaxContainerCount is --maximum-dead-containers (negative: no limit).
 	MaxContainerCount int32
 
+	// CloudProvider is --cloud-provider: "" or "external" (an external
+	// cloud controller manager initialises the Node); any other value is
+	// refused at start-up, as upstream (nodestatus.CheckCloudProvider).
+	CloudProvider string
+
 	// The following are parsed but not honoured yet (see UnsupportedFlags).
 
-	// CloudProvider is --cloud-provider.
-	CloudProvider string
 	// RuntimeCgroups is --runtime-cgroups.
 	RuntimeCgroups string
 	// ImageCredentialProviderConfig is --image-credential-provider-config.
@@ -84,7 +87,6 @@ func NewKubeletFlags() *KubeletFlags {
 // unsupportedFlagOnly names the flag-only flags that are accepted so existing
 // units start, but have no effect yet.
 var unsupportedFlagOnly = map[string]bool{
-	"cloud-provider":                           true,
 	"cloud-config":                             true,
 	"runtime-cgroups":                          true,
 	"image-credential-provider-config":         true,

@@ -91,7 +91,7 @@ func TestUnsupportedFlagsConsistent(t *testing.T) {
 		{"config", false}, {"kubeconfig", false}, {"node-labels", false}, {"v", false}, {"vmodule", false},
 		{"pod-manifest-path", false}, {"max-pods", false}, {"runonce", false}, {"container-runtime-endpoint", false}, {"fail-swap-on", false},
 		{"cgroup-root", false}, {"kubelet-cgroups", true}, {"anonymous-auth", false}, {"eviction-hard", false}, {"pod-infra-container-image", true},
-		{"housekeeping-interval", true}, {"cloud-provider", true}, {"log-json-split-stream", true},
+		{"housekeeping-interval", true}, {"cloud-provider", false}, {"log-json-split-stream", true},
 	}
 	for _, tc := range cases {
 		if !registered[tc.flag] {

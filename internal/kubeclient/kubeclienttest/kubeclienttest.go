@@ -29,6 +29,7 @@ func (c clientset) CertificatesV1() kubeclient.CertificatesV1Interface {
 	return certificates{c.cs}
 }
 func (c clientset) StorageV1() kubeclient.StorageV1Interface { return storage{c.cs} }
+func (c clientset) NodeV1() kubeclient.NodeV1Interface       { return node{c.cs} }
 
 type core struct{ cs kubernetes.Interface }
 
@@ -85,4 +86,11 @@ type certificates struct{ cs kubernetes.Interface }
 
 func (c certificates) CertificateSigningRequests() kubeclient.CertificateSigningRequestInterface {
 	return c.cs.CertificatesV1().CertificateSigningRequests()
+}
+
+type node struct{ cs kubernetes.Interface }
+
+func (c node) RESTClient() rest.Interface { return c.cs.NodeV1().RESTClient() }
+func (c node) RuntimeClasses() kubeclient.RuntimeClassInterface {
+	return c.cs.NodeV1().RuntimeClasses()
 }

@@ -34,6 +34,10 @@ type FS struct {
 	// Mounts maps every mounted v1 controller to its hierarchy's mount
 	// point; co-mounted controllers ("cpu,cpuacct") share one.
 	Mounts map[string]string
+	// Systemd creates, updates and removes cgroups when Driver is
+	// systemd (NewFS sets it): systemd must know the slices. Reading and
+	// listing stay here.
+	Systemd SystemdCgroups
 	// rmdir removes one empty cgroup directory; nil means rmdir(2). Tests
 	// on plain directories replace it.
 	rmdir func(string) error
@@ -42,10 +46,14 @@ type FS struct {
 // NewFS is the cgroup filesystem of a layout (hostinfo.Cgroups), with
 // names spelled as driver spells them.
 func NewFS(layout hostinfo.Cgroups, driver Driver) *FS {
+	f := &FS{Version: V1, Driver: driver, Root: layout.Root, Mounts: layout.Mounts}
 	if layout.Unified {
-		return &FS{Version: V2, Driver: driver, Root: layout.Root}
+		f = &FS{Version: V2, Driver: driver, Root: layout.Root}
 	}
-	return &FS{Version: V1, Driver: driver, Root: layout.Root, Mounts: layout.Mounts}
+	if driver == DriverSystemd {
+		f.Systemd = NewSystemdCgroups(f.Version)
+	}
+	return f
 }
 
 // dirs are n's directories: one per distinct v1 hierarchy, or the one v2 dir.
@@ -105,8 +113,18 @@ func (f *FS) Missing(n Name) []string {
 // Exists reports whether n exists in every required controller.
 func (f *FS) Exists(n Name) bool { return len(f.Missing(n)) == 0 }
 
-// Create makes n (and missing parents) in every hierarchy and writes rc.
+// Create makes n (and missing parents) in every hierarchy and writes rc;
+// with the systemd driver systemd creates it (Systemd).
 func (f *FS) Create(n Name, rc ResourceConfig) error {
+	if f.Systemd != nil {
+		return f.Systemd.Create(n, rc)
+	}
+	return f.CreateFiles(n, rc)
+}
+
+// CreateFiles is Create on the filesystem alone, what the cgroupfs driver
+// does (and what a systemd stand-in in tests does for its units).
+func (f *FS) CreateFiles(n Name, rc ResourceConfig) error {
 	if f.Version == V2 {
 		if err := f.delegateV2(n); err != nil {
 			return err
@@ -120,7 +138,7 @@ func (f *FS) Create(n Name, rc ResourceConfig) error {
 	if f.Version == V1 {
 		f.initCpuset(n)
 	}
-	return f.Update(n, rc)
+	return f.UpdateFiles(n, rc)
 }
 
 // delegateV2 enables the controllers on the path from the root down to n's
@@ -178,8 +196,17 @@ func (f *FS) initCpuset(n Name) {
 	}
 }
 
-// Update writes rc into n's files.
+// Update writes rc into n's files; with the systemd driver through its
+// unit (Systemd).
 func (f *FS) Update(n Name, rc ResourceConfig) error {
+	if f.Systemd != nil {
+		return f.Systemd.Update(n, rc)
+	}
+	return f.UpdateFiles(n, rc)
+}
+
+// UpdateFiles is Update on the filesystem alone.
+func (f *FS) UpdateFiles(n Name, rc ResourceConfig) error {
 	for _, w := range Files(f.Version, rc) {
 		dir, ok := f.controllerDir(w.Controller, n)
 		if !ok {
@@ -242,8 +269,30 @@ func (f *FS) Children(n Name) ([]string, error) {
 
 // Destroy removes n and every cgroup below it from every hierarchy. Tasks
 // still inside are killed and an error is returned: the caller tries again
-// later (the kernel frees the cgroup only once they are gone).
+// later (the kernel frees the cgroup only once they are gone). With the
+// systemd driver its unit is stopped (Systemd); a cgroup with no directory
+// left is not asked for.
 func (f *FS) Destroy(n Name) error {
+	if f.Systemd != nil {
+		if !f.anyExists(n) {
+			return nil
+		}
+		return f.Systemd.Destroy(n)
+	}
+	return f.DestroyFiles(n)
+}
+
+func (f *FS) anyExists(n Name) bool {
+	for _, dir := range f.dirs(n) {
+		if _, err := os.Stat(dir); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// DestroyFiles is Destroy on the filesystem alone.
+func (f *FS) DestroyFiles(n Name) error {
 	var errs []error
 	rmdir := f.rmdir
 	if rmdir == nil {

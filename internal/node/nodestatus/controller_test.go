@@ -483,3 +483,49 @@ func TestControllerRegistrationRetryWakesOnWake(t *testing.T) {
 		t.Fatal("the Node was not registered after Wake")
 	}
 }
+
+// With an external cloud provider the Node registers tainted and annotated;
+// once the cloud controller manager set the addresses and providerID and
+// removed the taint, the kubelet's status updates leave all three alone.
+func TestControllerExternalCloudProvider(t *testing.T) {
+	h := newHarness(t, true)
+	h.setInputs(func(in *Inputs) {
+		in.ExternalCloudProvider = true
+		in.NodeIPFlag = []string{"10.0.0.5"}
+	})
+	ctx := context.Background()
+	if err := h.ctrl.register(ctx); err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	n := h.serverNode()
+	if !hasTaint(n.Spec.Taints, TaintExternalCloudProvider, v1.TaintEffectNoSchedule) || n.Annotations[AnnotationProvidedNodeIP] != "10.0.0.5" {
+		t.Fatalf("registered node: taints %v annotations %v", n.Spec.Taints, n.Annotations)
+	}
+	// The cloud controller manager initialises the node.
+	n.Spec.Taints = nil
+	n.Spec.ProviderID = "gce://proj/zone/inst"
+	ccm := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.99"}, {Type: v1.NodeHostName, Address: "inst"}}
+	n.Status.Addresses = ccm
+	if _, err := h.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		h.clk.Step(6 * time.Minute) // past the report frequency: a patch goes out
+		h.setInputs(func(in *Inputs) {
+			in.Images = append(in.Images, v1.ContainerImage{Names: []string{fmt.Sprint(i)}, SizeBytes: 1})
+		})
+		if err := h.ctrl.updateStatus(ctx); err != nil {
+			t.Fatalf("updateStatus: %v", err)
+		}
+		if h.patches() != 1 {
+			t.Fatal("no status update sent")
+		}
+	}
+	n = h.serverNode()
+	if fmt.Sprint(n.Status.Addresses) != fmt.Sprint(ccm) || n.Spec.ProviderID != "gce://proj/zone/inst" || len(n.Spec.Taints) != 0 {
+		t.Errorf("after status updates: addresses %v providerID %q taints %v", n.Status.Addresses, n.Spec.ProviderID, n.Spec.Taints)
+	}
+	if n.Annotations[AnnotationProvidedNodeIP] != "10.0.0.5" {
+		t.Errorf("annotation lost: %v", n.Annotations)
+	}
+}

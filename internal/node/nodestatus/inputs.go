@@ -18,6 +18,14 @@ type Inputs struct {
 	// NodeIPs are reported as InternalIP addresses, in order (--node-ip, or
 	// the address resolved at start-up).
 	NodeIPs []string
+	// NodeIPFlag is --node-ip as given (one address or a dual-stack pair,
+	// possibly the unspecified "0.0.0.0" or "::"); empty when not given.
+	NodeIPFlag []string
+	// ExternalCloudProvider is --cloud-provider=external: the Node
+	// registers with the uninitialized taint and the provided-node-ip
+	// annotation, and its addresses belong to the cloud controller
+	// manager once set.
+	ExternalCloudProvider bool
 	// Machine describes the machine (hostinfo, read once at start-up).
 	Machine hostinfo.Machine
 

@@ -48,8 +48,9 @@ func osArch(in Inputs) (string, string) {
 
 // NewNode is the Node the kubelet registers, without status (SetStatus adds
 // it): name, the well-known labels plus in.Labels, taints (with the
-// unschedulable taint when registering unschedulable), providerID, and the
-// attach-detach annotation.
+// external cloud provider's uninitialized taint, and the unschedulable taint
+// when registering unschedulable), providerID, and the attach-detach
+// annotation.
 func NewNode(in Inputs) *v1.Node {
 	osName, arch := osArch(in)
 	node := &v1.Node{
@@ -75,8 +76,11 @@ func NewNode(in Inputs) *v1.Node {
 		node.Labels[k] = v
 	}
 
-	taints := make([]v1.Taint, 0, len(in.Taints)+1)
+	taints := make([]v1.Taint, 0, len(in.Taints)+2)
 	taints = append(taints, in.Taints...)
+	if in.ExternalCloudProvider {
+		taints = append(taints, externalCloudTaint())
+	}
 	if in.Unschedulable && !hasTaint(taints, v1.TaintNodeUnschedulable, v1.TaintEffectNoSchedule) {
 		// Tainted from the start so no pod sneaks in before the node
 		// lifecycle controller adds the taint for spec.unschedulable.

@@ -94,7 +94,15 @@ func SetStatus(node *v1.Node, in Inputs, now time.Time) {
 	setReadyCondition(node, in, t)
 }
 
+// setAddresses reports InternalIP per node IP and the Hostname, and keeps
+// the external cloud provider's rules (cloud.go): the provided-node-ip
+// annotation, and addresses the cloud controller manager set are left as
+// they are.
 func setAddresses(node *v1.Node, in Inputs) {
+	setProvidedNodeIP(node, in)
+	if cloudOwnsAddresses(node, in) {
+		return
+	}
 	addrs := make([]v1.NodeAddress, 0, len(in.NodeIPs)+1)
 	for _, ip := range in.NodeIPs {
 		addrs = append(addrs, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})

@@ -76,12 +76,23 @@ type Config struct {
 	Credentials PullCredentials
 	// HostIPs are the node addresses for status.hostIP(s) env vars.
 	HostIPs []string
-	// RuntimeHandler for RunPodSandbox (runtimeClassName); may be "".
-	RuntimeHandler string
+	// RuntimeClasses resolves a pod's runtimeClassName to the handler its
+	// sandbox runs with (RunPodSandbox runtime_handler); nil, in
+	// standalone mode as upstream, runs every pod with the default
+	// handler and warns about a runtimeClassName.
+	RuntimeClasses RuntimeHandlerResolver
 	// PodCgroups creates each pod's cgroup before its sandbox (the
 	// sandbox's cgroup parent) and removes it with the pod; nil leaves the
 	// cgroup parent as Spec.CgroupParent says.
 	PodCgroups PodCgroups
+}
+
+// RuntimeHandlerResolver is upstream's runtimeclass manager as the runtime
+// manager sees it (runtimeclass.Manager).
+type RuntimeHandlerResolver interface {
+	// LookupRuntimeHandler returns the CRI handler of the named class ("" for
+	// none); an unknown class is an apierrors NotFound error.
+	LookupRuntimeHandler(ctx context.Context, runtimeClassName *string) (string, error)
 }
 
 // PodCgroups is what the runtime manager needs of the container manager.
@@ -197,6 +208,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, unhea
 			m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Unsupported,
 				"This kubelet does not implement %s yet; the pod runs without them", strings.Join(missing, ", "))
 		}
+		if name := pod.Spec.RuntimeClassName; m.cfg.RuntimeClasses == nil && name != nil && *name != "" && actions.Attempt == 0 {
+			m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Unsupported,
+				"runtimeClassName %q is ignored: without an API server there are no RuntimeClasses to resolve it, so the pod runs with the runtime's default handler (as upstream's kubelet does)", *name)
+		}
 		for _, w := range warnings {
 			m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, w.Reason, "%s", w.Message)
 		}
@@ -226,7 +241,20 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeap
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return "", nil, fmt.Errorf("create pod log directory %s: %w", cfg.LogDirectory, err)
 	}
-	resp, err := m.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: m.cfg.RuntimeHandler})
+	handler := ""
+	if m.cfg.RuntimeClasses != nil {
+		var err error
+		if handler, err = m.cfg.RuntimeClasses.LookupRuntimeHandler(ctx, pod.Spec.RuntimeClassName); err != nil {
+			// Upstream's event: "Failed to create pod sandbox:
+			// runtimeclass.node.k8s.io "x" not found".
+			m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedCreatePodSbx, "Failed to create pod sandbox: %v", err)
+			return "", nil, fmt.Errorf("create pod sandbox: %w", err)
+		}
+		if handler != "" {
+			klog.V(2).InfoS("Running pod with runtime handler", "pod", klog.KObj(pod), "runtimeHandler", handler)
+		}
+	}
+	resp, err := m.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: handler})
 	if err != nil {
 		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedCreatePodSbx, "Failed to create pod sandbox: %v", err)
 		return "", nil, fmt.Errorf("create pod sandbox: %w", err)

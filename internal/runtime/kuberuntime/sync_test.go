@@ -13,6 +13,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/runtime/runtimeclass"
 )
 
 // syncWant is what one SyncPod through the fake CRI must do.
@@ -378,6 +380,59 @@ func TestSyncPod(t *testing.T) {
 			want: syncWant{err: "failed to ensure that the pod: 12345678 cgroups exist and are correctly applied: boom", changed: true},
 		},
 		{
+			name: "runtime class: the sandbox runs with the class's handler",
+			pod:  withRuntimeClass(newPod("foo1"), "test"),
+			mutate: func(c *Config, _ *ImageConfig) {
+				c.RuntimeClasses = fakeRuntimeClasses{"test": "runc-test"}
+			},
+			setup: func(e *env, pod *v1.Pod) { e.cri.Images.SetFakeImages([]string{"busybox"}) },
+			want: syncWant{
+				calls: []string{"RunPodSandbox", "PodSandboxStatus", "CreateContainer", "StartContainer"}, started: []string{"foo1"},
+				running: []string{"foo1/0/0"}, changed: true,
+			},
+			check: func(t *testing.T, e *env, pod *v1.Pod) {
+				if runs := e.cri.SandboxRuns(); len(runs) != 1 || runs[0].RuntimeHandler != "runc-test" {
+					t.Errorf("RunPodSandbox requests %v, want one with handler runc-test", runs)
+				}
+			},
+		},
+		{
+			// Upstream: createPodSandbox fails with the lister's NotFound,
+			// recorded as FailedCreatePodSandBox; the pod stays pending.
+			name: "unknown runtime class: no sandbox, FailedCreatePodSandBox as upstream",
+			pod:  withRuntimeClass(newPod("foo1"), "gone"),
+			mutate: func(c *Config, _ *ImageConfig) {
+				c.RuntimeClasses = fakeRuntimeClasses{"test": "runc-test"}
+			},
+			want: syncWant{
+				events:  []string{`Warning FailedCreatePodSandBox Failed to create pod sandbox: runtimeclass.node.k8s.io "gone" not found`},
+				err:     `create pod sandbox: runtimeclass.node.k8s.io "gone" not found`,
+				changed: true,
+			},
+		},
+		{
+			// Upstream has no runtimeclass manager without an API server
+			// and runs the pod with the default handler; we say so.
+			name:  "runtime class without an API server: default handler and a warning",
+			pod:   withRuntimeClass(newPod("foo1"), "test"),
+			setup: func(e *env, pod *v1.Pod) { e.cri.Images.SetFakeImages([]string{"busybox"}) },
+			want: syncWant{
+				calls: []string{"RunPodSandbox", "PodSandboxStatus", "CreateContainer", "StartContainer"}, started: []string{"foo1"},
+				events: []string{
+					`Warning UnsupportedField runtimeClassName "test" is ignored: without an API server there are no RuntimeClasses to resolve it, so the pod runs with the runtime's default handler (as upstream's kubelet does)`,
+					`Normal Pulled Container image "busybox" already present on machine`,
+					`Normal Created Created container: foo1`,
+					`Normal Started Started container foo1`,
+				},
+				running: []string{"foo1/0/0"}, changed: true,
+			},
+			check: func(t *testing.T, e *env, pod *v1.Pod) {
+				if runs := e.cri.SandboxRuns(); len(runs) != 1 || runs[0].RuntimeHandler != "" {
+					t.Errorf("RunPodSandbox requests %v, want the default handler", runs)
+				}
+			},
+		},
+		{
 			name: "a volume type this kubelet lacks: UnsupportedField warning on the first sandbox",
 			pod: func() *v1.Pod {
 				p := newPod("foo1")
@@ -507,4 +562,23 @@ func stops(e *env) []stop {
 		out = append(out, stop{s.ID, s.Timeout})
 	}
 	return out
+}
+
+// fakeRuntimeClasses resolves class names to handlers; others are unknown.
+type fakeRuntimeClasses map[string]string
+
+func (f fakeRuntimeClasses) LookupRuntimeHandler(_ context.Context, name *string) (string, error) {
+	if name == nil || *name == "" {
+		return "", nil
+	}
+	h, ok := f[*name]
+	if !ok {
+		return "", runtimeclass.NotFound(*name)
+	}
+	return h, nil
+}
+
+func withRuntimeClass(p *v1.Pod, name string) *v1.Pod {
+	p.Spec.RuntimeClassName = &name
+	return p
 }

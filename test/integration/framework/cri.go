@@ -1,11 +1,15 @@
 package framework
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -224,4 +228,34 @@ func Eventually(t testing.TB, timeout, interval time.Duration, what string, cond
 		}
 		time.Sleep(interval)
 	}
+}
+
+// PrivateContainerd starts a containerd of the test's own with
+// hack/private-containerd.sh NAME (env adds its options, e.g.
+// PRIVATE_CONTAINERD_SYSTEMD_BUS=...), stops it when the test ends, and
+// returns its CRI endpoint and pid.
+func PrivateContainerd(t testing.TB, name string, env ...string) (endpoint string, pid int) {
+	t.Helper()
+	script := filepath.Join(RepoRoot(), "hack", "private-containerd.sh")
+	cmd := exec.Command("bash", script, name)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	t.Cleanup(func() {
+		if out, err := exec.Command("bash", script, name, "stop").CombinedOutput(); err != nil {
+			t.Errorf("stop private containerd %s: %v\n%s", name, err, out)
+		}
+	})
+	if err != nil {
+		t.Fatalf("hack/private-containerd.sh %s: %v\n%s", name, err, stderr.String())
+	}
+	data, err := os.ReadFile(filepath.Join("/run/seed-kubelet", name+"-containerd.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid, err = strconv.Atoi(strings.TrimSpace(string(data))); err != nil {
+		t.Fatalf("pid file of containerd %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out)), pid
 }

@@ -88,7 +88,12 @@ type Kubelet struct {
 	ExtraArgs  []string
 	// Binary, when set, runs another kubelet (the upstream one) instead
 	// of ours, with the same configuration.
-	Binary  string
+	Binary string
+	// Wrapper, when set, is the command the kubelet runs under (e.g.
+	// nsenter into a runtime's mount namespace); Env is added to the
+	// kubelet's environment.
+	Wrapper []string
+	Env     []string
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	exitErr error
@@ -210,7 +215,9 @@ func (k *Kubelet) Start() {
 	if bin == "" {
 		bin = KubeletBinary(k.t)
 	}
-	k.cmd = exec.Command(bin, k.Args()...)
+	argv := append(append(append([]string{}, k.Wrapper...), bin), k.Args()...)
+	k.cmd = exec.Command(argv[0], argv[1:]...)
+	k.cmd.Env = append(os.Environ(), k.Env...)
 	k.cmd.Stdout, k.cmd.Stderr = logf, logf
 	if err := k.cmd.Start(); err != nil {
 		k.t.Fatalf("start kubelet: %v", err)
