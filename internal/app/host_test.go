@@ -2,6 +2,7 @@ package app
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -45,5 +46,28 @@ func TestNodeIPsFromFlag(t *testing.T) {
 	}
 	if _, err := nodeIPs("not-an-ip", "x"); err == nil {
 		t.Fatal("bad --node-ip accepted")
+	}
+}
+
+// Upstream's start-up check (cmd/kubelet/app/server.go): LimitedSwap
+// needs cgroup v2; NoSwap and an unset behaviour start anywhere.
+func TestCheckSwapBehavior(t *testing.T) {
+	cases := []struct {
+		behavior   string
+		failSwapOn bool
+		cgroupV2   bool
+		wantErr    string
+	}{
+		{behavior: "LimitedSwap", cgroupV2: false, wantErr: "swap feature is enabled and LimitedSwap but it is only supported with cgroupv2"},
+		{behavior: "LimitedSwap", cgroupV2: true},
+		{behavior: "NoSwap", cgroupV2: false},
+		{behavior: "", failSwapOn: false, cgroupV2: false},
+		{behavior: "", failSwapOn: true, cgroupV2: true},
+	}
+	for _, tc := range cases {
+		err := checkSwapBehavior(tc.behavior, tc.failSwapOn, tc.cgroupV2)
+		if got := fmt.Sprint(err); (tc.wantErr == "" && err != nil) || (tc.wantErr != "" && got != tc.wantErr) {
+			t.Errorf("checkSwapBehavior(%q, failSwapOn=%v, v2=%v) = %v, want %q", tc.behavior, tc.failSwapOn, tc.cgroupV2, err, tc.wantErr)
+		}
 	}
 }

@@ -109,6 +109,9 @@ var SupportedConfigFields = map[string]bool{
 	"containerLogMonitorInterval": true,
 	// Pod security.
 	"allowedUnsafeSysctls": true,
+	"seccompDefault":       true,
+	// Swap (criconfig: per-container swap limits through the CRI).
+	"memorySwap": true,
 	// Stats (internal/node/stats).
 	"volumeStatsAggPeriod": true,
 	// Local ephemeral storage limits (internal/node/eviction).
