@@ -90,7 +90,7 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 	}
 	admitter, err := admission.NewAdmitter(admission.AdmitterConfig{
 		Node: node.latest, Pressure: evictionMgr,
-		KernelRelease: node.machine.KernelVersion, AllowedUnsafeSysctls: cfg.AllowedUnsafeSysctls,
+		KernelRelease: node.machine.KernelVersion, AllowedUnsafeSysctls: cfg.AllowedUnsafeSysctls, Recorder: b.recorder,
 	})
 	if err != nil {
 		return nil, err

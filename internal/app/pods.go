@@ -3,10 +3,12 @@ package app
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/seed-kubelet/kubelet/internal/node/imagegc"
@@ -55,7 +57,8 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	spec := criOptions(cfg, b.flags.RootDirectory, b.host, node.containers.CgroupV2())
 	// A resourceFieldRef to a missing limit reads the node's allocatable.
 	spec.NodeAllocatable = node.latest.Allocatable
-	volCfg := volume.Config{PodsDir: b.host.podsDir, NodeName: b.host.nodeName, ResourceField: spec.ResourceFieldValue, NodeAllocatable: spec.NodeAllocatable}
+	volCfg := volume.Config{PodsDir: b.host.podsDir, NodeName: b.host.nodeName, ResourceField: spec.ResourceFieldValue, NodeAllocatable: spec.NodeAllocatable,
+		RecursiveReadOnly: runtimeSupportsRRO(ctx, b.cri.Runtime)}
 	var creds kuberuntime.PullCredentials
 	if inputs != nil {
 		spec.EnvSource, creds, volCfg.Sources = inputs, inputs.Credentials, inputs
@@ -106,6 +109,21 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 		pods: pods, statuses: statuses, mirrors: mirrors, runtime: runtimeMgr, probes: probes, syncer: podsync.New(syncCfg),
 		logRotation: logRotation, imageGC: imageGC, sources: podCfg, sourceNames: names,
 	}, nil
+}
+
+// runtimeSupportsRRO reports whether the runtime's default handler ("",
+// pods without a runtimeClassName) makes recursive read-only mounts, from
+// its CRI status features; asked once, at the first such mount.
+func runtimeSupportsRRO(ctx context.Context, rs runtimeapi.RuntimeServiceClient) func() bool {
+	return sync.OnceValue(func() bool {
+		resp, err := rs.Status(ctx, &runtimeapi.StatusRequest{})
+		for _, h := range nodestatus.FromRuntimeStatus(resp, err).Handlers {
+			if h.Name == "" {
+				return h.Features != nil && h.Features.RecursiveReadOnlyMounts != nil && *h.Features.RecursiveReadOnlyMounts
+			}
+		}
+		return false
+	})
 }
 
 // sourcesReady reports whether every configured pod source has been seen.

@@ -56,6 +56,10 @@ type Config struct {
 	// memory bounds the tmpfs of memory-backed volumes; nil (or no memory
 	// in it) leaves only the pod's limit and sizeLimit to bound them.
 	NodeAllocatable func() v1.ResourceList
+	// RecursiveReadOnly reports whether the runtime's default handler can
+	// make mounts recursively read-only (its CRI status features); nil
+	// means it cannot.
+	RecursiveReadOnly func() bool
 }
 
 // Manager sets up pod volumes and computes CRI mounts.

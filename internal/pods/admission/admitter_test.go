@@ -1,9 +1,14 @@
 package admission
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 )
 
 type fixedNode struct{ n *v1.Node }
@@ -52,5 +57,41 @@ func TestAdmitterOrder(t *testing.T) {
 	}
 	if _, err := NewAdmitter(AdmitterConfig{Node: fixedNode{testNode()}, AllowedUnsafeSysctls: []string{"kernel.*.x"}}); err == nil {
 		t.Error("a bad allowedUnsafeSysctls pattern was accepted")
+	}
+}
+
+type recordedEvents []string
+
+func (r *recordedEvents) Eventf(_ runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	*r = append(*r, eventtype+" "+reason+" "+fmt.Sprintf(messageFmt, args...))
+}
+
+// Pod fields this kubelet does not act on: a rejected one fails the pod at
+// admission with its reason; warned ones let it in with one UnsupportedField
+// warning naming each.
+func TestAdmitterPodFields(t *testing.T) {
+	var rec recordedEvents
+	a, err := NewAdmitter(AdmitterConfig{Node: fixedNode{testNode()}, KernelRelease: "6.1.0", Recorder: &rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvisor := testPod("sandboxed", rl("cpu", "100m"), func(p *v1.Pod) { p.Spec.RuntimeClassName = ptr.To("gvisor") })
+	ok, reason, msg := a.Admit(gvisor, nil)
+	if ok || reason != "RuntimeClassNotSupported" || !strings.Contains(msg, "spec.runtimeClassName") {
+		t.Errorf("runtimeClassName: Admit = %v %q %q, want a RuntimeClassNotSupported rejection naming the field", ok, reason, msg)
+	}
+	claims := testPod("claims", rl("cpu", "100m"), func(p *v1.Pod) {
+		p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("c")}}
+	})
+	if ok, reason, _ := a.Admit(claims, nil); !ok {
+		t.Fatalf("resourceClaims: rejected with %q, want admitted with a warning", reason)
+	}
+	want := []string{"Warning UnsupportedField This kubelet does not implement spec.resourceClaims (ignored: no dynamic resource allocation: claimed devices are not prepared nor handed to containers)"}
+	if !slices.Equal(rec, want) {
+		t.Errorf("events %q, want %q", rec, want)
+	}
+	rec = nil
+	if ok, _, _ := a.Admit(testPod("plain", rl("cpu", "100m")), nil); !ok || len(rec) != 0 {
+		t.Errorf("plain pod: admitted %v, events %q; want admitted without events", ok, rec)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -186,10 +185,6 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, unhea
 	}
 	podIPs := st.IPs
 	if actions.CreateSandbox {
-		if missing := UnsupportedFeatures(pod); len(missing) > 0 && actions.Attempt == 0 {
-			m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Unsupported,
-				"This kubelet does not implement %s yet; the pod runs without them", strings.Join(missing, ", "))
-		}
 		for _, w := range warnings {
 			m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, w.Reason, "%s", w.Message)
 		}

@@ -1,0 +1,102 @@
+//go:build integration
+
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/seed-kubelet/kubelet/test/integration/framework"
+)
+
+// What a user sees for pod fields this kubelet does not act on
+// (podspec.Fields): a rejected field (runtimeClassName) fails the pod at
+// admission with the reason and a message naming it, and never runs; a warned field (a regular container's restartPolicy and restartPolicyRules) lets the pod run
+// with an UnsupportedField warning naming it.
+func TestPodFieldsRejectedOrWarned(t *testing.T) {
+	k := framework.NewKubelet(t)
+	k.WriteManifest("sandboxed.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: sandboxed
+spec:
+  runtimeClassName: gvisor
+  containers:
+  - name: main
+    image: %s
+    command: ["sleep", "3600"]
+`, framework.BusyboxImage))
+	k.WriteManifest("rules.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: rules
+spec:
+  terminationGracePeriodSeconds: 1
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: %s
+    command: ["sleep", "3600"]
+    restartPolicy: Never
+    restartPolicyRules:
+    - action: Restart
+      exitCodes: {operator: In, values: [42]}
+`, framework.BusyboxImage))
+	k.Start()
+	// Standalone, a rejected pod is only logged (there is no API status to write).
+	framework.Eventually(t, podTimeout, 100*time.Millisecond, "the admission rejection", func() (bool, error) {
+		return logHas(k, `"Pod rejected at admission" pod="default/`+k.StaticPodName("sandboxed")+`" podUID="[^"]+" reason="RuntimeClassNotSupported" message="Pod sets spec\.runtimeClassName, which this kubelet does not support: `), nil
+	})
+	k.WaitForPod("rules", podTimeout, "running", running)
+	framework.Eventually(t, 10*time.Second, 100*time.Millisecond, "the UnsupportedField warning", func() (bool, error) {
+		return logHas(k, `reason="UnsupportedField" message="This kubelet does not implement spec\.containers\[0\]\.restartPolicy \(ignored: [^)]*\); spec\.containers\[0\]\.restartPolicyRules \(ignored: `), nil
+	})
+}
+
+// recursiveReadOnly on containerd 1.6, whose CRI status lists no runtime
+// handler able to do it: Enabled fails the container with upstream's
+// error, IfPossible runs it with a plain read-only mount.
+func TestRecursiveReadOnlyUnsupportedRuntime(t *testing.T) {
+	k := framework.NewKubelet(t)
+	dir := t.TempDir()
+	k.WriteManifest("rro.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: rro
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: ifpossible
+    image: %[1]s
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - {name: data, mountPath: /data, readOnly: true, recursiveReadOnly: IfPossible}
+  - name: enabled
+    image: %[1]s
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - {name: data, mountPath: /data, readOnly: true, recursiveReadOnly: Enabled}
+  volumes:
+  - name: data
+    hostPath: {path: %[2]s}
+`, framework.BusyboxImage, dir))
+	k.Start()
+	p := k.WaitForPod("rro", podTimeout, "enabled waiting with CreateContainerConfigError, ifpossible running", func(p *v1.Pod) bool {
+		r, _ := waitingReason(p, "enabled")
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name == "ifpossible" && cs.State.Running != nil {
+				return r == "CreateContainerConfigError"
+			}
+		}
+		return false
+	})
+	if _, msg := waitingReason(p, "enabled"); msg != `failed to resolve recursive read-only mode: volume "data" requested recursive read-only mode, but it is not supported by the runtime` {
+		t.Errorf("enabled: waiting message %q", msg)
+	}
+	if _, code := execOut(t, p, "ifpossible", true, "touch", "/data/x"); code == 0 {
+		t.Errorf("ifpossible: the read-only mount was writable")
+	}
+}
