@@ -113,6 +113,7 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 		stats: statsProvider, eviction: evictionMgr, dispatcher: syncloop.NewDispatcher(dc), cluster: cluster,
 		servers: serverConfig{
 			pods: p.pods, statuses: p.statuses, runtime: p.runtime, stats: statsProvider, node: node.latest,
+			collectors: p.credentialPlugins.Collectors(),
 			checks: []server.HealthCheck{
 				{Name: "ping", Check: func() error { return nil }},
 				{Name: "pleg", Check: plegLoop.HealthCheck},

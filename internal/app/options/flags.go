@@ -87,8 +87,6 @@ var unsupportedFlagOnly = map[string]bool{
 	"cloud-provider":                           true,
 	"cloud-config":                             true,
 	"runtime-cgroups":                          true,
-	"image-credential-provider-config":         true,
-	"image-credential-provider-bin-dir":        true,
 	"pod-infra-container-image":                true,
 	"register-schedulable":                     true,
 	"keep-terminated-pod-volumes":              true,

@@ -261,11 +261,7 @@ func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.P
 		}
 	}
 
-	var creds []*runtimeapi.AuthConfig
-	if m.cfg.Credentials != nil {
-		creds = m.cfg.Credentials(ctx, pod, c.Image)
-	}
-	imageRef, err := m.puller.EnsureImage(ctx, pod, c, sandboxConfig, creds)
+	imageRef, err := m.puller.EnsureImage(ctx, pod, c, sandboxConfig, m.cfg.Credentials)
 	if err != nil {
 		reason, msg := splitReason(err)
 		res.fail(c.Name, reason, msg)
