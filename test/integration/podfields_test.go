@@ -4,10 +4,14 @@ package integration
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/seed-kubelet/kubelet/test/integration/framework"
 )
@@ -56,12 +60,36 @@ spec:
 	})
 }
 
-// recursiveReadOnly on containerd 1.6, whose CRI status lists no runtime
-// handler able to do it: Enabled fails the container with upstream's
-// error, IfPossible runs it with a plain read-only mount.
-func TestRecursiveReadOnlyUnsupportedRuntime(t *testing.T) {
-	k := framework.NewKubelet(t)
+// recursiveReadOnly, as upstream, on whatever the runtime offers (its CRI
+// status lists the handlers that can do it: containerd 2.x's default does,
+// 1.6 lists none). A tmpfs is mounted inside the volume: a recursively
+// read-only mount makes it read-only too, a plain read-only one does not.
+// Without runtime support Enabled fails the container with upstream's
+// error and IfPossible falls back to the plain read-only mount.
+func TestRecursiveReadOnly(t *testing.T) {
+	rs, _ := framework.NewCRIClient(t)
+	st, err := rs.Status(framework.Ctx(t), &runtimeapi.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	supported := false
+	for _, h := range st.GetRuntimeHandlers() {
+		if h.GetName() == "" {
+			supported = h.GetFeatures().GetRecursiveReadOnlyMounts()
+		}
+	}
+	t.Logf("runtime's default handler supports recursive read-only mounts: %v", supported)
 	dir := t.TempDir()
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", sub, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(sub, unix.MNT_DETACH) })
+
+	k := framework.NewKubelet(t)
 	k.WriteManifest("rro.yaml", fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -84,6 +112,15 @@ spec:
     hostPath: {path: %[2]s}
 `, framework.BusyboxImage, dir))
 	k.Start()
+	if supported {
+		p := k.WaitForPod("rro", podTimeout, "both running", allRunning)
+		for _, c := range []string{"ifpossible", "enabled"} {
+			if _, code := execOut(t, p, c, true, "touch", "/data/sub/x"); code == 0 {
+				t.Errorf("%s: the tmpfs below the recursively read-only mount was writable", c)
+			}
+		}
+		return
+	}
 	p := k.WaitForPod("rro", podTimeout, "enabled waiting with CreateContainerConfigError, ifpossible running", func(p *v1.Pod) bool {
 		r, _ := waitingReason(p, "enabled")
 		for _, cs := range p.Status.ContainerStatuses {
@@ -98,5 +135,8 @@ spec:
 	}
 	if _, code := execOut(t, p, "ifpossible", true, "touch", "/data/x"); code == 0 {
 		t.Errorf("ifpossible: the read-only mount was writable")
+	}
+	if _, code := execOut(t, p, "ifpossible", true, "touch", "/data/sub/x"); code != 0 {
+		t.Errorf("ifpossible: the tmpfs below a plain read-only mount was not writable (recursively read-only without runtime support?)")
 	}
 }

@@ -26,6 +26,7 @@ func main() {
 	logPath := flag.String("log", "", "file each request is appended to, one JSON line")
 	fail := flag.Bool("fail", false, "fail every request (exit 1)")
 	requireToken := flag.Bool("require-token", false, "fail requests without a service account token")
+	failOn := flag.String("fail-on-annotation", "", "fail requests whose service account annotations have this key")
 	flag.Parse()
 
 	in, err := io.ReadAll(os.Stdin)
@@ -47,6 +48,9 @@ func main() {
 	}
 	if *fail {
 		die("test plugin told to fail for %s", req.Image)
+	}
+	if _, ok := req.ServiceAccountAnnotations[*failOn]; ok && *failOn != "" {
+		die("test plugin told to fail for accounts annotated %s", *failOn)
 	}
 	if *requireToken && req.ServiceAccountToken == "" {
 		die("no service account token for %s", req.Image)
