@@ -30,9 +30,10 @@ func startClientCertificate(ctx context.Context, flags options.KubeletFlags, cfg
 }
 
 // nodeStatusWake is what wakes the node status controller: the eviction
-// manager's pressure changes and every new client certificate (a node that
-// waited for TLS bootstrap registers the moment it has credentials).
-func nodeStatusWake(ctx context.Context, creds *certificate.Client, pressure <-chan struct{}) <-chan struct{} {
+// manager's pressure changes, the node starting or stopping to shut down,
+// and every new client certificate (a node that waited for TLS bootstrap
+// registers the moment it has credentials).
+func nodeStatusWake(ctx context.Context, creds *certificate.Client, pressure, shuttingDown <-chan struct{}) <-chan struct{} {
 	wake := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -49,6 +50,8 @@ func nodeStatusWake(ctx context.Context, creds *certificate.Client, pressure <-c
 			case <-ctx.Done():
 				return
 			case <-pressure:
+				poke()
+			case <-shuttingDown:
 				poke()
 			}
 		}

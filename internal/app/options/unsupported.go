@@ -116,6 +116,10 @@ var SupportedConfigFields = map[string]bool{
 	"volumeStatsAggPeriod": true,
 	// Local ephemeral storage limits (internal/node/eviction).
 	"localStorageCapacityIsolation": true,
+	// Graceful node shutdown (internal/node/shutdown).
+	"shutdownGracePeriod":              true,
+	"shutdownGracePeriodCriticalPods":  true,
+	"shutdownGracePeriodByPodPriority": true,
 }
 
 // UnsupportedFlags lists, sorted, every flag that is accepted so existing

@@ -34,12 +34,20 @@ type AdmitterConfig struct {
 	// Recorder receives the UnsupportedField warning of an admitted pod
 	// that sets fields the kubelet does not act on; nil sends none.
 	Recorder events.Recorder
+	// Shutdown rejects pods while the node shuts down (the graceful node
+	// shutdown manager's handler, last as upstream); may be nil.
+	Shutdown PodAdmitter
+}
+
+// PodAdmitter is one more admit handler.
+type PodAdmitter interface {
+	Admit(pod *v1.Pod) (ok bool, reason, message string)
 }
 
 // Admitter runs upstream's admit handlers in their order: the eviction
 // manager's pressure check, the sysctl allowlist, then (ours) the pod
 // fields this kubelet rejects (podspec.Rejection), then the predicates
-// against the current Node. An admitted pod that sets fields the kubelet
+// against the current Node, then the node shutdown manager's. An admitted pod that sets fields the kubelet
 // does not act on gets one UnsupportedField warning naming them
 // (podspec.Unsupported).
 type Admitter struct {
@@ -71,6 +79,11 @@ func (a *Admitter) Admit(pod *v1.Pod, active []*v1.Pod) (ok bool, reason, messag
 		return false, reason, msg
 	}
 	r := Admit(pod, a.cfg.Node.Node(), active)
+	if r.Admit && a.cfg.Shutdown != nil {
+		if ok, reason, msg := a.cfg.Shutdown.Admit(pod); !ok {
+			return false, reason, msg
+		}
+	}
 	if r.Admit && a.cfg.Recorder != nil {
 		if found := podspec.Unsupported(pod); len(found) > 0 {
 			names := make([]string, len(found))

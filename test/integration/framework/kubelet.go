@@ -115,6 +115,8 @@ type Kubelet struct {
 	CgroupRoot string
 	LogPath    string
 	ExtraArgs  []string
+	// Env is added to the kubelet's environment.
+	Env []string
 	// Binary, when set, runs another kubelet (the upstream one) instead
 	// of ours, with the same configuration.
 	Binary  string
@@ -240,6 +242,7 @@ func (k *Kubelet) Start() {
 		bin = KubeletBinary(k.t)
 	}
 	k.cmd = exec.Command(bin, k.Args()...)
+	k.cmd.Env = append(os.Environ(), k.Env...)
 	k.cmd.Stdout, k.cmd.Stderr = logf, logf
 	if err := k.cmd.Start(); err != nil {
 		k.t.Fatalf("start kubelet: %v", err)
