@@ -7,7 +7,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
-PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables dbus-daemon)
+PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables dbus dbus-daemon)
 CNI_BIN_DIR=/usr/lib/cni
 CERTS_DIR=/etc/containerd/certs.d
 

@@ -31,9 +31,10 @@ func startClientCertificate(ctx context.Context, flags options.KubeletFlags, cfg
 
 // nodeStatusWake is what wakes the node status controller: the eviction
 // manager's pressure changes, volumes that need attaching coming into use,
-// and every new client certificate (a node that waited for TLS bootstrap
-// registers the moment it has credentials).
-func nodeStatusWake(ctx context.Context, creds *certificate.Client, pressure, volumesInUse <-chan struct{}) <-chan struct{} {
+// the node starting or stopping to shut down, and every new client
+// certificate (a node that waited for TLS bootstrap registers the moment it
+// has credentials).
+func nodeStatusWake(ctx context.Context, creds *certificate.Client, changes ...<-chan struct{}) <-chan struct{} {
 	wake := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -44,18 +45,21 @@ func nodeStatusWake(ctx context.Context, creds *certificate.Client, pressure, vo
 	if creds != nil && creds.Manager != nil {
 		creds.Manager.OnChange(poke)
 	}
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-pressure:
-				poke()
-			case <-volumesInUse:
-				poke()
-			}
+	for _, ch := range changes {
+		if ch == nil {
+			continue
 		}
-	}()
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ch:
+					poke()
+				}
+			}
+		}()
+	}
 	return wake
 }
 

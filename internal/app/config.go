@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -96,11 +97,16 @@ func cgroupSettings(cfg *kubeletconfig.KubeletConfiguration, machine hostinfo.Ma
 }
 
 // criOptions are the settings of the pod → CRI translation.
-func criOptions(cfg *kubeletconfig.KubeletConfiguration, host hostInfo, cgroupV2 bool) criconfig.Options {
+func criOptions(cfg *kubeletconfig.KubeletConfiguration, rootDir string, host hostInfo, cgroupV2 bool) criconfig.Options {
 	o := criconfig.Options{
 		NodeName: host.nodeName, PodLogsDir: cfg.PodLogsDir, ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain,
 		ResolvConf: derefString(cfg.ResolverConfig), MachineMemoryBytes: host.machine.MemoryCapacity, MachineCPUMilli: int64(host.machine.NumCPU) * 1000,
 		HostIPs: host.ips, DisableCPUCFSQuota: !derefBool(cfg.CPUCFSQuota, true), CgroupV2: cgroupV2,
+		// seccompDefault, and Localhost profiles below <root-dir>/seccomp, as upstream.
+		SeccompDefault: derefBool(cfg.SeccompDefault, false), SeccompProfileRoot: filepath.Join(rootDir, "seccomp"),
+		// memorySwap: per-container swap limits through the CRI, as upstream.
+		SwapControllerAvailable: host.swapController, MemorySwapBehavior: cfg.MemorySwap.SwapBehavior,
+		SwapCapacityBytes: host.machine.SwapCapacity,
 	}
 	if cfg.CPUCFSQuotaPeriod != nil {
 		o.CPUCFSQuotaPeriod = cfg.CPUCFSQuotaPeriod.Microseconds()

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/seed-kubelet/kubelet/internal/app/options"
 	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
+	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 )
 
 // hostInfo is what start-up learns about the machine.
@@ -26,6 +28,9 @@ type hostInfo struct {
 	machine    hostinfo.Machine
 	cgroups    hostinfo.Cgroups
 	cgroupsErr error
+	// swapController says the memory cgroup controls swap (upstream's
+	// swap controller check); swapOn that the node has swap enabled.
+	swapController, swapOn bool
 }
 
 // prepareHost checks and prepares the machine: node name, swap, the
@@ -40,6 +45,9 @@ func prepareHost(cfg *kubeletconfig.KubeletConfiguration, flags options.KubeletF
 	if err := checkSwap(derefBool(cfg.FailSwapOn, true), local.SwapOn); err != nil {
 		return h, err
 	}
+	if lines, err := local.SwapOn(); err == nil && len(lines) > 0 {
+		h.swapOn = true
+	}
 	applyOOMScore(derefInt32(cfg.OOMScoreAdj))
 	applyMaxOpenFiles(cfg.MaxOpenFiles)
 	h.podsDir = filepath.Join(flags.RootDirectory, "pods")
@@ -52,6 +60,12 @@ func prepareHost(cfg *kubeletconfig.KubeletConfiguration, flags options.KubeletF
 		return h, fmt.Errorf("read machine information: %w", err)
 	}
 	h.cgroups, h.cgroupsErr = local.Cgroups(hostinfo.DefaultCgroupRoot)
+	if h.cgroupsErr == nil {
+		h.swapController = local.SwapControllerAvailable(h.cgroups)
+	}
+	if err := checkSwapBehavior(cfg.MemorySwap.SwapBehavior, derefBool(cfg.FailSwapOn, true), h.cgroups.Unified); err != nil {
+		return h, err
+	}
 	h.ips, err = nodeIPs(flags.NodeIP, h.nodeName)
 	return h, err
 }
@@ -217,6 +231,20 @@ func checkSwap(failSwapOn bool, swapOn func() ([]string, error)) error {
 	}
 	if len(lines) > 0 {
 		return fmt.Errorf("running with swap on is not supported, please disable swap or set --fail-swap-on flag to false. /proc/swaps contained: %v", lines)
+	}
+	return nil
+}
+
+// checkSwapBehavior is upstream's start-up check of memorySwap.swapBehavior
+// (the NodeSwap feature is GA and locked on): LimitedSwap needs cgroup v2,
+// and an unset behaviour on a node that allows swap means NoSwap.
+func checkSwapBehavior(behavior string, failSwapOn, cgroupV2 bool) error {
+	if !cgroupV2 && behavior == criconfig.SwapLimitedSwap {
+		// This feature is not supported for cgroup v1, so upstream fails early.
+		return errors.New("swap feature is enabled and LimitedSwap but it is only supported with cgroupv2")
+	}
+	if !failSwapOn && behavior == "" {
+		klog.InfoS("NoSwap is set due to memorySwapBehavior not specified", "memorySwapBehavior", behavior, "FailSwapOn", failSwapOn)
 	}
 	return nil
 }

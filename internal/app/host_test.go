@@ -2,6 +2,7 @@ package app
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -65,5 +66,28 @@ func TestCheckCloudProviderAtStart(t *testing.T) {
 	want := `failed to create kubelet: cloud provider "gce" was specified, but built-in cloud providers are disabled. Please set --cloud-provider=external and migrate to an external cloud provider`
 	if err == nil || err.Error() != want {
 		t.Errorf("checkCloudProvider(gce) = %v, want %q", err, want)
+	}
+}
+
+// Upstream's start-up check (cmd/kubelet/app/server.go): LimitedSwap
+// needs cgroup v2; NoSwap and an unset behaviour start anywhere.
+func TestCheckSwapBehavior(t *testing.T) {
+	cases := []struct {
+		behavior   string
+		failSwapOn bool
+		cgroupV2   bool
+		wantErr    string
+	}{
+		{behavior: "LimitedSwap", cgroupV2: false, wantErr: "swap feature is enabled and LimitedSwap but it is only supported with cgroupv2"},
+		{behavior: "LimitedSwap", cgroupV2: true},
+		{behavior: "NoSwap", cgroupV2: false},
+		{behavior: "", failSwapOn: false, cgroupV2: false},
+		{behavior: "", failSwapOn: true, cgroupV2: true},
+	}
+	for _, tc := range cases {
+		err := checkSwapBehavior(tc.behavior, tc.failSwapOn, tc.cgroupV2)
+		if got := fmt.Sprint(err); (tc.wantErr == "" && err != nil) || (tc.wantErr != "" && got != tc.wantErr) {
+			t.Errorf("checkSwapBehavior(%q, failSwapOn=%v, v2=%v) = %v, want %q", tc.behavior, tc.failSwapOn, tc.cgroupV2, err, tc.wantErr)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/node/eviction"
 	"github.com/seed-kubelet/kubelet/internal/node/nodelease"
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
+	"github.com/seed-kubelet/kubelet/internal/node/shutdown"
 	"github.com/seed-kubelet/kubelet/internal/node/stats"
 	"github.com/seed-kubelet/kubelet/internal/pods/admission"
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
@@ -47,8 +48,10 @@ type loopParts struct {
 	health      *cri.Health
 	stats       *stats.Provider
 	eviction    *eviction.Manager
-	dispatcher  *syncloop.Dispatcher
-	servers     serverConfig
+	// shutdown is nil unless graceful node shutdown is configured.
+	shutdown   *shutdown.Manager
+	dispatcher *syncloop.Dispatcher
+	servers    serverConfig
 	// cluster is nil in standalone mode.
 	cluster *clusterParts
 }
@@ -85,14 +88,21 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 		NodeAllocatableCgroup: node.containers.NodeAllocatableCgroup(), Machine: cadvisorMachine(b.host.machine),
 		PluginVolumes: pluginVolumeStats(p.volumes, p.storage.csi),
 	})
-	evictionMgr, err := newEvictionManager(b, p, workers, statsProvider, containerGC)
+	killer := eviction.NewKiller(eviction.KillerConfig{Workers: workers, Statuses: p.statuses, Clock: b.clock})
+	activePods := func() []*v1.Pod { return podworkers.Active(p.pods.List(), workers.States()) }
+	evictionMgr, err := newEvictionManager(b, p, killer, activePods, statsProvider, containerGC)
 	if err != nil {
 		return nil, err
 	}
-	admitter, err := admission.NewAdmitter(admission.AdmitterConfig{
+	shutdownMgr, shutdownChanged := newShutdownManager(b, killer, activePods)
+	ac := admission.AdmitterConfig{
 		Node: node.latest, Pressure: evictionMgr,
-		KernelRelease: node.machine.KernelVersion, AllowedUnsafeSysctls: cfg.AllowedUnsafeSysctls,
-	})
+		KernelRelease: node.machine.KernelVersion, AllowedUnsafeSysctls: cfg.AllowedUnsafeSysctls, Recorder: b.recorder,
+	}
+	if shutdownMgr != nil {
+		ac.Shutdown = shutdownMgr
+	}
+	admitter, err := admission.NewAdmitter(ac)
 	if err != nil {
 		return nil, err
 	}
@@ -104,17 +114,22 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 	}
 	var cluster *clusterParts
 	if b.api != nil {
-		source := nodestatus.NewSource(nodestatus.SourceConfig{
+		sc := nodestatus.SourceConfig{
 			Static: node.static, Runtime: b.cri.Runtime, Images: b.cri.Image, PLEG: plegLoop, Pressure: evictionMgr, Storage: p.storage,
-		})
-		cluster = newClusterParts(b, node, p, workers, source, nodeStatusWake(ctx, b.identity, evictionMgr.ConditionsChanged(), p.storage.inUseChanged))
+		}
+		if shutdownMgr != nil {
+			sc.Shutdown = shutdownMgr
+		}
+		wake := nodeStatusWake(ctx, b.identity, evictionMgr.ConditionsChanged(), p.storage.inUseChanged, shutdownChanged)
+		cluster = newClusterParts(b, node, p, workers, nodestatus.NewSource(sc), wake)
 		dc.Mirrors, dc.StatusChanged, dc.Reject = p.mirrors, p.statuses.Kick, cluster.targets.Reject
 	}
 	return &loopParts{
 		b: b, pods: p, workers: workers, containerGC: containerGC, pleg: plegLoop, health: health,
-		stats: statsProvider, eviction: evictionMgr, dispatcher: syncloop.NewDispatcher(dc), cluster: cluster,
+		stats: statsProvider, eviction: evictionMgr, shutdown: shutdownMgr, dispatcher: syncloop.NewDispatcher(dc), cluster: cluster,
 		servers: serverConfig{
 			pods: p.pods, statuses: p.statuses, runtime: p.runtime, stats: statsProvider, node: node.latest,
+			collectors: p.credentialPlugins.Collectors(),
 			checks: []server.HealthCheck{
 				{Name: "ping", Check: func() error { return nil }},
 				{Name: "pleg", Check: plegLoop.HealthCheck},
@@ -126,17 +141,39 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 
 // newEvictionManager builds the eviction manager: it reads the stats,
 // reclaims through the GCs and evicts through the pod workers.
-func newEvictionManager(b *base, p *podParts, workers *podworkers.PodWorkers, summary *stats.Provider, containerGC *containergc.GC) (*eviction.Manager, error) {
+func newEvictionManager(b *base, p *podParts, killer *eviction.Killer, activePods func() []*v1.Pod, summary *stats.Provider, containerGC *containergc.GC) (*eviction.Manager, error) {
 	ec, err := evictionSettings(b.cfg, b.host)
 	if err != nil {
 		return nil, err
 	}
 	ec.Summary, ec.ImageGC, ec.ContainerGC = summary, p.imageGC, containerGC
-	ec.Killer = eviction.NewKiller(eviction.KillerConfig{Workers: workers, Statuses: p.statuses, Clock: b.clock})
-	ec.ActivePods = func() []*v1.Pod { return podworkers.Active(p.pods.List(), workers.States()) }
+	ec.Killer, ec.ActivePods = killer, activePods
 	ec.DedicatedImageFs = eviction.DedicatedImageFs(b.flags.RootDirectory, b.cri.Image)
 	ec.Recorder, ec.NodeRef, ec.Clock, ec.Metrics = b.recorder, nodestatus.NodeRef(b.host.nodeName), b.clock, b.metrics
 	return eviction.New(ec)
+}
+
+// newShutdownManager builds the graceful node shutdown manager when
+// shutdownGracePeriod or shutdownGracePeriodByPodPriority asks for one
+// (nil otherwise); the channel ticks when the node starts or stops
+// shutting down.
+func newShutdownManager(b *base, killer *eviction.Killer, activePods func() []*v1.Pod) (*shutdown.Manager, <-chan struct{}) {
+	periods := shutdown.Periods(b.cfg)
+	if len(periods) == 0 {
+		return nil, nil
+	}
+	changed := make(chan struct{}, 1)
+	return shutdown.New(shutdown.Config{
+		Periods: periods, Connect: func() (shutdown.Logind, error) { return shutdown.ConnectLogind("") },
+		Clock: b.clock, ActivePods: activePods, Killer: killer, Recorder: b.recorder, NodeRef: nodestatus.NodeRef(b.host.nodeName),
+		Changed: func() {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+		StateDir: b.flags.RootDirectory, StartTime: b.metrics.GracefulShutdownStartTime, EndTime: b.metrics.GracefulShutdownEndTime,
+	}), changed
 }
 
 // newClusterParts builds the status writer, the node status controller
@@ -181,6 +218,9 @@ func (l *loopParts) start(ctx context.Context) error {
 		go c.lease.Run(ctx)
 	}
 	go l.eviction.Run(ctx)
+	if l.shutdown != nil {
+		go l.shutdown.Run(ctx)
+	}
 	return nil
 }
 

@@ -4,9 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/events"
+
 	"github.com/seed-kubelet/kubelet/internal/node/cgroups"
 	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
+	"github.com/seed-kubelet/kubelet/internal/volume"
 )
 
 // nodeParts are what the node offers pods: its description, the Node as
@@ -38,6 +43,12 @@ func newNodeParts(ctx context.Context, b *base) (*nodeParts, error) {
 	oom := &cgroups.OOMWatcher{NodeName: b.host.nodeName, Recorder: b.recorder}
 	if err := oom.Start(ctx); err != nil {
 		return nil, fmt.Errorf("failed to start OOM watcher: %w", err)
+	}
+	if b.host.swapOn && !volume.TmpfsNoswapSupported(machine.KernelVersion) {
+		// As upstream's container manager, on a node running with swap.
+		b.recorder.Eventf(nodestatus.NodeRef(b.host.nodeName), v1.EventTypeWarning, events.PossibleMemoryBackedVolumesOnDisk,
+			"The tmpfs noswap option is not supported. Memory-backed volumes (e.g. secrets, emptyDirs, etc.) "+
+				"might be swapped to disk and should no longer be considered secure.")
 	}
 	static := nodeStaticInputs(b.cfg, b.flags, b.host, machine, res, b.version.RuntimeName+"://"+b.version.RuntimeVersion)
 	return &nodeParts{

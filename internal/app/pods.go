@@ -2,13 +2,19 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 	"github.com/seed-kubelet/kubelet/internal/node/imagegc"
 	"github.com/seed-kubelet/kubelet/internal/node/logrotate"
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
@@ -17,6 +23,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
 	"github.com/seed-kubelet/kubelet/internal/pods/podsync"
 	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
+	"github.com/seed-kubelet/kubelet/internal/runtime/credentialprovider"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/runtime/prober"
 	"github.com/seed-kubelet/kubelet/internal/sources"
@@ -36,6 +43,8 @@ type podParts struct {
 	syncer      *podsync.Syncer
 	logRotation *logrotate.Manager
 	imageGC     *imagegc.Manager
+	// credentialPlugins are the credential provider plugins, or nil.
+	credentialPlugins *credentialprovider.Plugins
 	// sources is the mux of the configured sources (sourceNames).
 	sources     *sources.PodConfig
 	sourceNames sets.Set[string]
@@ -55,7 +64,7 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 		inputs = podinputs.New(podinputs.Config{Client: b.api.main, Clock: clk, Recorder: b.recorder})
 		mirrors = mirror.NewManager(mirror.New(mirror.Config{Client: b.api.main, NodeName: b.host.nodeName, NodeUID: node.latest.UID}), pods)
 	}
-	spec := criOptions(cfg, b.host, node.containers.CgroupV2())
+	spec := criOptions(cfg, b.flags.RootDirectory, b.host, node.containers.CgroupV2())
 	// A resourceFieldRef to a missing limit reads the node's allocatable.
 	spec.NodeAllocatable = node.latest.Allocatable
 	puller := kuberuntime.NewImagePuller(kuberuntime.ImageConfig{
@@ -63,15 +72,23 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 		SerializePulls: derefBool(cfg.SerializeImagePulls, true), MaxParallelPulls: int(derefInt32(cfg.MaxParallelImagePulls)),
 		QPS: derefInt32AsFloat(cfg.RegistryPullQPS), Burst: int(cfg.RegistryBurst),
 	})
-	volCfg := volume.Config{PodsDir: b.host.podsDir, NodeName: b.host.nodeName, ResourceField: spec.ResourceFieldValue, NodeAllocatable: spec.NodeAllocatable}
-	var creds kuberuntime.PullCredentials
-	sd := storageDeps{rootDir: b.flags.RootDirectory, podsDir: b.host.podsDir, nodeName: b.host.nodeName, clock: clk, node: node.latest,
-		puller: puller, runtimeName: b.version.RuntimeName, runtimeVersion: b.version.RuntimeVersion}
+	volCfg := volume.Config{PodsDir: b.host.podsDir, NodeName: b.host.nodeName, ResourceField: spec.ResourceFieldValue, NodeAllocatable: spec.NodeAllocatable,
+		RecursiveReadOnly: runtimeSupportsRRO(ctx, b.cri.Runtime)}
+	creds := credentialprovider.Sources{Node: credentialprovider.NewNodeKeyring(b.flags.RootDirectory, clk)}
+	var tokens *podinputs.Tokens
 	if inputs != nil {
-		spec.EnvSource, creds, volCfg.Sources = inputs, inputs.Credentials, inputs
-		tokens := podinputs.NewTokens(podinputs.TokensConfig{Request: podinputs.ClientTokenRequester(b.api.main), Clock: clk})
-		volCfg.Tokens = tokens
-		sd.client, sd.inputs, sd.tokens, sd.creds = b.api.main, inputs, tokens, creds
+		tokens = podinputs.NewTokens(podinputs.TokensConfig{Request: podinputs.ClientTokenRequester(b.api.main), Clock: clk})
+		spec.EnvSource, creds.PullSecrets, volCfg.Sources, volCfg.Tokens = inputs, inputs.Credentials, inputs, tokens
+	}
+	plugins, err := credentialPlugins(b, tokens)
+	if err != nil {
+		return nil, err
+	}
+	creds.Plugins = plugins
+	sd := storageDeps{rootDir: b.flags.RootDirectory, podsDir: b.host.podsDir, nodeName: b.host.nodeName, clock: clk, node: node.latest,
+		puller: puller, creds: creds.Lookup, runtimeName: b.version.RuntimeName, runtimeVersion: b.version.RuntimeVersion}
+	if inputs != nil {
+		sd.client, sd.inputs, sd.tokens = b.api.main, inputs, tokens
 	}
 	store, err := startStorage(ctx, sd)
 	if err != nil {
@@ -100,11 +117,11 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	}
 	gcPolicy := containerGCPolicy(b.flags)
 	runtimeMgr := kuberuntime.NewManager(kuberuntime.Config{
-		Runtime: b.cri.Runtime, Images: puller, Clock: clk, Recorder: b.recorder, Spec: spec, Credentials: creds,
+		Runtime: b.cri.Runtime, Images: puller, Clock: clk, Recorder: b.recorder, Spec: spec, Credentials: creds.Lookup,
 		PodsDir: b.host.podsDir, ContainerLogsDir: containerLogsDir, HostIPs: b.host.ips,
 		DeadContainerMinAge: gcPolicy.MinAge, CleanLogs: logRotation.Clean,
 		Mounts: volumes.Mounts, Devices: volumes.Devices, TearDownVolumes: volumes.TearDown, PodHasVolumes: volumes.PodHasVolumes,
-		PodCgroups: node.containers,
+		PodCgroups:     node.containers,
 		RuntimeClasses: runtimeClasses(ctx, b),
 		RunHook: func(ctx context.Context, h *v1.LifecycleHandler, c *v1.Container, id, podIP string, timeout time.Duration) error {
 			return prober.RunHook(ctx, h, c, id, podIP, b.cri.Runtime, clk, timeout)
@@ -121,8 +138,65 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	podCfg, names := startSources(ctx, b)
 	return &podParts{
 		pods: pods, statuses: statuses, mirrors: mirrors, runtime: runtimeMgr, probes: probes, syncer: podsync.New(syncCfg),
-		logRotation: logRotation, imageGC: imageGC, sources: podCfg, sourceNames: names, volumes: volumes, storage: store,
+		logRotation: logRotation, imageGC: imageGC, sources: podCfg, sourceNames: names, credentialPlugins: creds.Plugins,
+		volumes: volumes, storage: store,
 	}, nil
+}
+
+// credentialPlugins starts the credential provider plugins of
+// --image-credential-provider-config and --image-credential-provider-bin-dir
+// (nil when neither is set); a bad configuration or a missing binary stops
+// the kubelet, as upstream. In cluster mode plugins in service account
+// token mode get the pod's service account and tokens bound to the pod.
+func credentialPlugins(b *base, tokens *podinputs.Tokens) (*credentialprovider.Plugins, error) {
+	if b.flags.ImageCredentialProviderConfig == "" && b.flags.ImageCredentialProviderBinDir == "" {
+		return nil, nil
+	}
+	cfg := credentialprovider.Config{ConfigPath: b.flags.ImageCredentialProviderConfig, BinDir: b.flags.ImageCredentialProviderBinDir, Clock: b.clock}
+	if b.api != nil {
+		cfg.ServiceAccounts = apiServiceAccounts{client: b.api.main, tokens: tokens}
+	}
+	plugins, err := credentialprovider.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("failed to register CRI auth plugins: %w", err)
+	}
+	return plugins, nil
+}
+
+// apiServiceAccounts are service accounts and their tokens from the API
+// server, tokens through the kubelet's token cache.
+type apiServiceAccounts struct {
+	client kubeclient.Interface
+	tokens *podinputs.Tokens
+}
+
+var _ credentialprovider.ServiceAccounts = apiServiceAccounts{}
+
+func (a apiServiceAccounts) ServiceAccount(ctx context.Context, namespace, name string) (*v1.ServiceAccount, error) {
+	return a.client.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (a apiServiceAccounts) Token(ctx context.Context, namespace, name string, tr *authenticationv1.TokenRequest) (string, error) {
+	got, err := a.tokens.AccountToken(ctx, namespace, name, tr.UID, tr.Spec)
+	if err != nil {
+		return "", err
+	}
+	return got.Status.Token, nil
+}
+
+// runtimeSupportsRRO reports whether the runtime's default handler ("",
+// pods without a runtimeClassName) makes recursive read-only mounts, from
+// its CRI status features; asked once, at the first such mount.
+func runtimeSupportsRRO(ctx context.Context, rs runtimeapi.RuntimeServiceClient) func() bool {
+	return sync.OnceValue(func() bool {
+		resp, err := rs.Status(ctx, &runtimeapi.StatusRequest{})
+		for _, h := range nodestatus.FromRuntimeStatus(resp, err).Handlers {
+			if h.Name == "" {
+				return h.Features != nil && h.Features.RecursiveReadOnlyMounts != nil && *h.Features.RecursiveReadOnlyMounts
+			}
+		}
+		return false
+	})
 }
 
 // sourcesReady reports whether every configured pod source has been seen.

@@ -31,6 +31,8 @@ type serverConfig struct {
 	stats    *stats.Provider
 	// node holds the addresses a requested serving certificate is for.
 	node *nodestatus.Latest
+	// collectors are extra /metrics families (credential provider plugins).
+	collectors []prometheus.Collector
 }
 
 // startServers starts the healthz port, the read-only port and the
@@ -46,7 +48,7 @@ func startServers(ctx context.Context, b *base, s serverConfig) error {
 	// The kubelet API's certificate (requested, from files or
 	// self-signed), set up first for its metrics.
 	serveAPI := derefBool(cfg.EnableServer, true) && cfg.Port > 0
-	collectors := append(clientCertificateCollectors(b.identity), s.stats.VolumeStatsCollector())
+	collectors := append(append(clientCertificateCollectors(b.identity), s.stats.VolumeStatsCollector()), s.collectors...)
 	var serving *certificate.Serving
 	if serveAPI {
 		var err error

@@ -8,7 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
@@ -139,12 +138,9 @@ func (iv *imageVolumes) EnsureImageVolume(ctx context.Context, pod *v1.Pod, ref 
 		return "", iv.unsupported
 	}
 	// The pull policy was defaulted with the pod (Always for :latest).
+	// Credentials are asked for only when the puller pulls (lazily).
 	c := &v1.Container{Name: "image-volume", Image: ref, ImagePullPolicy: policy}
-	var auth []*runtimeapi.AuthConfig
-	if iv.creds != nil {
-		auth = iv.creds(ctx, pod, ref)
-	}
-	return iv.puller.EnsureImage(ctx, pod, c, nil, auth)
+	return iv.puller.EnsureImage(ctx, pod, c, nil, iv.creds)
 }
 
 // pluginVolumeStats reports the pod's claim and CSI volumes to the stats:

@@ -30,6 +30,8 @@ const (
 	FailedPreStopHook   = "FailedPreStopHook"
 	DeadlineExceeded    = "DeadlineExceeded"
 	StartingKubelet     = "Starting"
+	// PossibleMemoryBackedVolumesOnDisk: swap is on and tmpfs cannot refuse it.
+	PossibleMemoryBackedVolumesOnDisk = "PossibleMemoryBackedVolumesOnDisk"
 )
 
 // Recorder emits an event about an object. client-go's

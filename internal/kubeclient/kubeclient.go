@@ -107,8 +107,10 @@ type ServiceInterface interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*corev1.ServiceList, error)
 }
 
-// ServiceAccountInterface: projected service account tokens.
+// ServiceAccountInterface: projected service account tokens, and the
+// account itself for credential provider plugins in token mode.
 type ServiceAccountInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ServiceAccount, error)
 	CreateToken(ctx context.Context, serviceAccountName string, tokenRequest *authenticationv1.TokenRequest, opts metav1.CreateOptions) (*authenticationv1.TokenRequest, error)
 }
 
@@ -461,6 +463,11 @@ func (r *resource[T, PT]) listRequest(opts metav1.ListOptions) *rest.Request {
 type serviceAccounts struct {
 	rc rest.Interface
 	ns string
+}
+
+func (s *serviceAccounts) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ServiceAccount, error) {
+	r := &resource[corev1.ServiceAccount, *corev1.ServiceAccount]{s.rc, s.ns, "serviceaccounts"}
+	return r.Get(ctx, name, opts)
 }
 
 func (s *serviceAccounts) CreateToken(ctx context.Context, name string, tr *authenticationv1.TokenRequest, opts metav1.CreateOptions) (*authenticationv1.TokenRequest, error) {

@@ -51,6 +51,10 @@ type Metrics struct {
 	EvictionStatsAge *prometheus.HistogramVec
 	// ImageGarbageCollected counts images the image GC removed, by reason.
 	ImageGarbageCollected *prometheus.CounterVec
+	// GracefulShutdownStartTime and GracefulShutdownEndTime are the last
+	// graceful node shutdown's (internal/node/shutdown).
+	GracefulShutdownStartTime prometheus.Gauge
+	GracefulShutdownEndTime   prometheus.Gauge
 
 	// ProbeTotal and ProbeDuration are the prober's, served on
 	// /metrics/probes (labels: see ProbeLabels).
@@ -117,6 +121,14 @@ func New() *Metrics {
 			Subsystem: subsystem, Name: "image_garbage_collected_total",
 			Help: "Total number of images garbage collected by the kubelet, whether through disk usage or image age.",
 		}, []string{"reason"}),
+		GracefulShutdownStartTime: prometheus.NewGauge(prometheus.GaugeOpts{
+			Subsystem: subsystem, Name: "graceful_shutdown_start_time_seconds",
+			Help: "[ALPHA] Last graceful shutdown start time since unix epoch in seconds",
+		}),
+		GracefulShutdownEndTime: prometheus.NewGauge(prometheus.GaugeOpts{
+			Subsystem: subsystem, Name: "graceful_shutdown_end_time_seconds",
+			Help: "[ALPHA] Last graceful shutdown end time since unix epoch in seconds",
+		}),
 		// Upstream's help carries the stability level component-base adds;
 		// the histogram keeps component-base's default (Prometheus') buckets.
 		ProbeTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -139,6 +151,7 @@ func (m *Metrics) Registry(extra ...prometheus.Collector) *prometheus.Registry {
 	r.MustRegister(m.PodStartDuration, m.PodStartSLIDuration, m.PLEGRelistDuration, m.PLEGRelistInterval,
 		m.RunningPods, m.RunningContainers, m.RuntimeOperationsDuration, m.RuntimeOperationsTotal,
 		m.RuntimeOperationsErrors, m.Evictions, m.EvictionStatsAge, m.ImageGarbageCollected,
+		m.GracefulShutdownStartTime, m.GracefulShutdownEndTime,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range extra {
 		r.MustRegister(c)

@@ -64,6 +64,10 @@ type Config struct {
 	CSI CSI
 	// Images resolves image volumes; nil leaves them failing to mount.
 	Images ImageVolumes
+	// RecursiveReadOnly reports whether the runtime's default handler can
+	// make mounts recursively read-only (its CRI status features); nil
+	// means it cannot.
+	RecursiveReadOnly func() bool
 }
 
 // Manager sets up pod volumes and computes CRI mounts.

@@ -126,10 +126,45 @@ func (m *Manager) mountFor(pod *v1.Pod, c *v1.Container, index int, vm v1.Volume
 			return nil, fmt.Errorf("failed to prepare subPath for volumeMount %q of container %q", vm.Name, c.Name)
 		}
 	}
+	asked := vm.RecursiveReadOnly != nil && *vm.RecursiveReadOnly != v1.RecursiveReadOnlyDisabled
+	supported := asked && m.cfg.RecursiveReadOnly != nil && m.cfg.RecursiveReadOnly()
+	rro, err := ResolveRecursiveReadOnly(vm, supported)
+	if err != nil {
+		return nil, fmt.Errorf("failed to resolve recursive read-only mode: %w", err)
+	}
 	return &runtimeapi.Mount{
-		ContainerPath: vm.MountPath,
-		HostPath:      hostPath,
-		Readonly:      vm.ReadOnly || isAPIData(vol),
-		Propagation:   prop,
+		ContainerPath:     vm.MountPath,
+		HostPath:          hostPath,
+		Readonly:          vm.ReadOnly || isAPIData(vol),
+		RecursiveReadOnly: rro,
+		Propagation:       prop,
 	}, nil
+}
+
+// ResolveRecursiveReadOnly decides whether a mount is recursively
+// read-only, as upstream: Disabled (or unset) never; IfPossible when the
+// runtime supports it; Enabled when it does, else an error (the container
+// cannot be created). Either needs a read-only mount without propagation.
+// It is pure.
+func ResolveRecursiveReadOnly(vm v1.VolumeMount, runtimeSupports bool) (bool, error) {
+	if vm.RecursiveReadOnly == nil || *vm.RecursiveReadOnly == v1.RecursiveReadOnlyDisabled {
+		return false, nil
+	}
+	if !vm.ReadOnly {
+		return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not read-only", vm.Name)
+	}
+	if vm.MountPropagation != nil && *vm.MountPropagation != v1.MountPropagationNone {
+		return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not compatible with propagation %q", vm.Name, *vm.MountPropagation)
+	}
+	switch mode := *vm.RecursiveReadOnly; mode {
+	case v1.RecursiveReadOnlyIfPossible:
+		return runtimeSupports, nil
+	case v1.RecursiveReadOnlyEnabled:
+		if !runtimeSupports {
+			return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not supported by the runtime", vm.Name)
+		}
+		return true, nil
+	default:
+		return false, fmt.Errorf("unknown recursive read-only mode %q", mode)
+	}
 }

@@ -89,8 +89,6 @@ func NewKubeletFlags() *KubeletFlags {
 var unsupportedFlagOnly = map[string]bool{
 	"cloud-config":                             true,
 	"runtime-cgroups":                          true,
-	"image-credential-provider-config":         true,
-	"image-credential-provider-bin-dir":        true,
 	"pod-infra-container-image":                true,
 	"register-schedulable":                     true,
 	"keep-terminated-pod-volumes":              true,

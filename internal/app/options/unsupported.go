@@ -109,10 +109,17 @@ var SupportedConfigFields = map[string]bool{
 	"containerLogMonitorInterval": true,
 	// Pod security.
 	"allowedUnsafeSysctls": true,
+	"seccompDefault":       true,
+	// Swap (criconfig: per-container swap limits through the CRI).
+	"memorySwap": true,
 	// Stats (internal/node/stats).
 	"volumeStatsAggPeriod": true,
 	// Local ephemeral storage limits (internal/node/eviction).
 	"localStorageCapacityIsolation": true,
+	// Graceful node shutdown (internal/node/shutdown).
+	"shutdownGracePeriod":              true,
+	"shutdownGracePeriodCriticalPods":  true,
+	"shutdownGracePeriodByPodPriority": true,
 }
 
 // UnsupportedFlags lists, sorted, every flag that is accepted so existing

@@ -53,8 +53,16 @@ func NewKiller(cfg KillerConfig) *Killer { return &Killer{cfg: cfg} }
 // waits until it is terminated, at most the grace period plus
 // podCleanupTimeout.
 func (k *Killer) EvictPod(ctx context.Context, p *v1.Pod, gracePeriod int64, st v1.PodStatus) error {
+	return k.TerminatePod(ctx, p, gracePeriod, func(cur v1.PodStatus) v1.PodStatus { return EvictedPodStatus(cur, st) })
+}
+
+// TerminatePod is EvictPod with the status computed from the pod's
+// current one (graceful node shutdown keeps a Succeeded phase): status is
+// stored, then the pod is stopped within gracePeriod, as upstream's
+// killPodNow with its status function.
+func (k *Killer) TerminatePod(ctx context.Context, p *v1.Pod, gracePeriod int64, status func(cur v1.PodStatus) v1.PodStatus) error {
 	cur, _ := k.cfg.Statuses.Get(p.UID)
-	k.cfg.Statuses.Set(p, EvictedPodStatus(cur, st))
+	k.cfg.Statuses.Set(p, status(cur))
 	done := make(chan struct{})
 	k.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Kill, GracePeriod: &gracePeriod, Terminated: done})
 	timeout := k.cfg.Clock.NewTimer(time.Duration(gracePeriod)*time.Second + podCleanupTimeout)

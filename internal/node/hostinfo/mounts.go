@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
@@ -83,4 +84,27 @@ func V1Controllers(mounts []*mountinfo.Info) map[string]string {
 		}
 	}
 	return out
+}
+
+// SwapControllerAvailable reports whether the memory cgroup controls swap,
+// as upstream checks it: on cgroup v1 the memory hierarchy has
+// memory.memsw.limit_in_bytes (swap accounting is on); on cgroup v2 the
+// kubelet's own cgroup has memory.swap.max (the root cgroup never does).
+func (h Host) SwapControllerAvailable(l Cgroups) bool {
+	var p string
+	if l.Unified {
+		self, err := h.ProcessCgroups(os.Getpid())
+		if err != nil {
+			return false
+		}
+		p = filepath.Join(l.Root, self[""], "memory.swap.max")
+	} else {
+		mem, ok := l.Mounts["memory"]
+		if !ok {
+			return false
+		}
+		p = filepath.Join(mem, "memory.memsw.limit_in_bytes")
+	}
+	_, err := os.Stat(h.path(p))
+	return err == nil
 }

@@ -3,6 +3,7 @@ package hostinfo
 import (
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -68,5 +69,32 @@ func TestLocalCgroups(t *testing.T) {
 	}
 	if !l.Unified && l.Mounts["memory"] == "" {
 		t.Errorf("v1 layout without a memory controller: %+v", l)
+	}
+}
+
+func TestSwapControllerAvailable(t *testing.T) {
+	self := fmt.Sprintf("proc/%d/cgroup", os.Getpid())
+	v1 := Cgroups{Root: "/sys/fs/cgroup", Mounts: map[string]string{"memory": "/sys/fs/cgroup/memory"}}
+	v2 := Cgroups{Unified: true, Root: "/sys/fs/cgroup"}
+	cases := []struct {
+		name   string
+		files  map[string]string
+		layout Cgroups
+		want   bool
+	}{
+		{"v1 with swap accounting", map[string]string{"sys/fs/cgroup/memory/memory.memsw.limit_in_bytes": "9223372036854771712\n"}, v1, true},
+		{"v1 without swap accounting", map[string]string{"sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n"}, v1, false},
+		{"v1 without the memory controller", nil, Cgroups{Root: "/sys/fs/cgroup", Mounts: map[string]string{"cpu": "/sys/fs/cgroup/cpu"}}, false},
+		{"v2 with memory.swap.max in the kubelet's cgroup", map[string]string{
+			self: "0::/system.slice/kubelet.service\n", "sys/fs/cgroup/system.slice/kubelet.service/memory.swap.max": "max\n"}, v2, true},
+		{"v2 root only (never has memory.swap.max)", map[string]string{self: "0::/\n"}, v2, false},
+		{"v2 unreadable /proc/self/cgroup", nil, v2, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fakeHost(t, tc.files).SwapControllerAvailable(tc.layout); got != tc.want {
+				t.Errorf("SwapControllerAvailable = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -55,6 +55,13 @@ type SourceConfig struct {
 	PLEG     HealthCheck
 	Pressure PressureConditions
 	Storage  StorageStatus
+	// Shutdown is the graceful node shutdown manager; may be nil.
+	Shutdown ShutdownStatus
+}
+
+// ShutdownStatus reports "node is shutting down" while it does.
+type ShutdownStatus interface {
+	ShutdownStatus() error
 }
 
 // Source gathers fresh Inputs for the Controller: Static plus runtime
@@ -74,6 +81,9 @@ func (s *Source) Inputs(ctx context.Context) (Inputs, error) {
 	in.RuntimeErr, in.NetworkErr, in.RuntimeHandlers, in.Features = rs.RuntimeErr, rs.NetworkErr, rs.Handlers, rs.Features
 	if s.cfg.PLEG != nil {
 		in.PLEGErr = s.cfg.PLEG.HealthCheck()
+	}
+	if s.cfg.Shutdown != nil {
+		in.ShutdownErr = s.cfg.Shutdown.ShutdownStatus()
 	}
 	if s.cfg.Pressure != nil {
 		for _, c := range s.cfg.Pressure.Conditions() {

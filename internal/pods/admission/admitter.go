@@ -2,8 +2,12 @@ package admission
 
 import (
 	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/pods/podspec"
 )
 
 // Pressure is the eviction manager's admission check of the node's
@@ -27,11 +31,25 @@ type AdmitterConfig struct {
 	// AllowedUnsafeSysctls (allowedUnsafeSysctls) are allowed beside them.
 	KernelRelease        string
 	AllowedUnsafeSysctls []string
+	// Recorder receives the UnsupportedField warning of an admitted pod
+	// that sets fields the kubelet does not act on; nil sends none.
+	Recorder events.Recorder
+	// Shutdown rejects pods while the node shuts down (the graceful node
+	// shutdown manager's handler, last as upstream); may be nil.
+	Shutdown PodAdmitter
+}
+
+// PodAdmitter is one more admit handler.
+type PodAdmitter interface {
+	Admit(pod *v1.Pod) (ok bool, reason, message string)
 }
 
 // Admitter runs upstream's admit handlers in their order: the eviction
-// manager's pressure check, the sysctl allowlist, then the predicates
-// against the current Node.
+// manager's pressure check, the sysctl allowlist, then (ours) the pod
+// fields this kubelet rejects (podspec.Rejection), then the predicates
+// against the current Node, then the node shutdown manager's. An admitted pod that sets fields the kubelet
+// does not act on gets one UnsupportedField warning naming them
+// (podspec.Unsupported).
 type Admitter struct {
 	cfg     AdmitterConfig
 	sysctls *SysctlAllowlist
@@ -57,6 +75,24 @@ func (a *Admitter) Admit(pod *v1.Pod, active []*v1.Pod) (ok bool, reason, messag
 	if r := a.sysctls.Admit(pod); !r.Admit {
 		return r.Admit, r.Reason, r.Message
 	}
+	if reason, msg, rejected := podspec.Rejection(pod); rejected {
+		return false, reason, msg
+	}
 	r := Admit(pod, a.cfg.Node.Node(), active)
+	if r.Admit && a.cfg.Shutdown != nil {
+		if ok, reason, msg := a.cfg.Shutdown.Admit(pod); !ok {
+			return false, reason, msg
+		}
+	}
+	if r.Admit && a.cfg.Recorder != nil {
+		if found := podspec.Unsupported(pod); len(found) > 0 {
+			names := make([]string, len(found))
+			for i, f := range found {
+				names[i] = f.String()
+			}
+			a.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Unsupported,
+				"This kubelet does not implement %s", strings.Join(names, "; "))
+		}
+	}
 	return r.Admit, r.Reason, r.Message
 }

@@ -53,14 +53,16 @@ func TokenNeedsRefresh(tr *authenticationv1.TokenRequest, now time.Time, jitter 
 // tokenKey identifies a cached token; it holds nothing secret.
 type tokenKey struct {
 	namespace, serviceAccount string
-	audiences                 string
-	expirationSeconds         int64
-	boundKind, boundName      string
-	boundUID                  types.UID
+	// accountUID, when set, is the UID the account must have.
+	accountUID           types.UID
+	audiences            string
+	expirationSeconds    int64
+	boundKind, boundName string
+	boundUID             types.UID
 }
 
-func keyOf(namespace, sa string, spec *authenticationv1.TokenRequestSpec) tokenKey {
-	k := tokenKey{namespace: namespace, serviceAccount: sa, audiences: fmt.Sprintf("%q", spec.Audiences)}
+func keyOf(namespace, sa string, uid types.UID, spec *authenticationv1.TokenRequestSpec) tokenKey {
+	k := tokenKey{namespace: namespace, serviceAccount: sa, accountUID: uid, audiences: fmt.Sprintf("%q", spec.Audiences)}
 	if spec.ExpirationSeconds != nil {
 		k.expirationSeconds = *spec.ExpirationSeconds
 	}
@@ -131,7 +133,14 @@ func NewTokens(cfg TokensConfig) *Tokens {
 // while it has not expired (and the failure logged); callers must not modify
 // the result.
 func (t *Tokens) ServiceAccountToken(ctx context.Context, namespace, name string, spec authenticationv1.TokenRequestSpec) (*authenticationv1.TokenRequest, error) {
-	key := keyOf(namespace, name, &spec)
+	return t.AccountToken(ctx, namespace, name, "", spec)
+}
+
+// AccountToken is ServiceAccountToken for the account with UID uid (the
+// API server refuses the request when the account's UID differs, as for
+// an account deleted and made again); "" means any.
+func (t *Tokens) AccountToken(ctx context.Context, namespace, name string, uid types.UID, spec authenticationv1.TokenRequestSpec) (*authenticationv1.TokenRequest, error) {
+	key := keyOf(namespace, name, uid, &spec)
 	now := t.clock.Now()
 	t.mu.Lock()
 	cached, ok := t.cache[key]
@@ -140,7 +149,7 @@ func (t *Tokens) ServiceAccountToken(ctx context.Context, namespace, name string
 	if ok && !TokenNeedsRefresh(cached, now, t.jitter()) {
 		return cached, nil
 	}
-	got, err := t.request(ctx, namespace, name, &authenticationv1.TokenRequest{Spec: *spec.DeepCopy()})
+	got, err := t.request(ctx, namespace, name, &authenticationv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{UID: uid}, Spec: *spec.DeepCopy()})
 	if err != nil {
 		switch {
 		case !ok:

@@ -98,6 +98,13 @@ func Generate(in Input) v1.PodStatus {
 		s.Reason, s.Message = in.Old.Reason, in.Old.Message
 	}
 	s.Conditions = in.conditions(s, rt)
+	// DisruptionTarget comes from a one-time event (an eviction, the node
+	// shutting down), not from the containers: keep it, as upstream.
+	for _, c := range in.Old.Conditions {
+		if c.Type == v1.DisruptionTarget {
+			s.Conditions = append(s.Conditions, c)
+		}
+	}
 	return s
 }
 
@@ -211,7 +218,9 @@ func (in Input) containerStatus(c *v1.Container, podInitializing, isInit bool) v
 		cs.Ready = in.Ready == nil || in.Ready(c.Name)
 	case kuberuntime.StateExited:
 		term := in.terminated(latest)
-		if kuberuntime.ShouldRestart(in.Pod, c, latest) {
+		// A pod stopped for good (deleted, evicted, shut down) restarts
+		// nothing: its containers stay terminated, as upstream shows them.
+		if !in.Terminal && kuberuntime.ShouldRestart(in.Pod, c, latest) {
 			cs.LastTerminationState = v1.ContainerState{Terminated: term}
 			cs.State = waiting(kuberuntime.ReasonCrashLoopBackOff, "")
 			if !hasFailure {

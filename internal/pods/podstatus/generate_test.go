@@ -178,3 +178,32 @@ func TestTerminalPodGetsTerminalPhase(t *testing.T) {
 		t.Fatalf("cleanly stopped pod phase = %s, want Succeeded", s.Phase)
 	}
 }
+
+// A pod the kubelet stopped for good (evicted, shut down) keeps the
+// DisruptionTarget condition it was given, and its exited containers stay
+// terminated even under restartPolicy Always, as upstream reports them.
+func TestGenerateKeepsDisruptionTargetAndTerminatedContainers(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u", Generation: 2},
+		Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyAlways, Containers: []v1.Container{{Name: "main", Image: "busybox"}}}}
+	dt := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet,
+		Message: "Pod was terminated in response to imminent node shutdown.", LastTransitionTime: metav1.NewTime(time.Unix(50, 0))}
+	old := v1.PodStatus{Phase: v1.PodFailed, Reason: "Terminated", Message: dt.Message, Conditions: []v1.PodCondition{dt}}
+	rt := &kuberuntime.PodStatus{Containers: []*kuberuntime.ContainerStatus{{
+		ID: "c1", Name: "main", State: kuberuntime.StateExited, ExitCode: 137, StartedAt: time.Unix(10, 0), FinishedAt: time.Unix(60, 0)}}}
+	s := Generate(Input{Pod: pod, Runtime: rt, Old: old, Terminal: true, RuntimeName: "containerd", Now: time.Unix(100, 0)})
+	if s.Phase != v1.PodFailed || s.Reason != "Terminated" {
+		t.Errorf("phase %s reason %q", s.Phase, s.Reason)
+	}
+	var got *v1.PodCondition
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == v1.DisruptionTarget {
+			got = &s.Conditions[i]
+		}
+	}
+	if got == nil || *got != dt {
+		t.Errorf("DisruptionTarget %+v, want %+v", got, dt)
+	}
+	if term := s.ContainerStatuses[0].State.Terminated; term == nil || term.ExitCode != 137 {
+		t.Errorf("container state %+v, want terminated 137", s.ContainerStatuses[0].State)
+	}
+}

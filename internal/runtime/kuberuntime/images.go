@@ -75,12 +75,15 @@ func NewImagePuller(cfg ImageConfig) *ImagePuller {
 	return p
 }
 
-// PullCredentials supplies registry credentials for an image (cluster mode).
-type PullCredentials func(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig
+// PullCredentials supplies registry credentials for an image: pull
+// secrets, the node's, credential provider plugins. A non-nil error says
+// which source failed; the others' credentials are still returned.
+type PullCredentials func(ctx context.Context, pod *v1.Pod, image string) ([]*runtimeapi.AuthConfig, error)
 
 // EnsureImage returns the image reference the runtime knows the container's
-// image by, pulling it when the policy says so. Errors wrap the Err* values.
-func (p *ImagePuller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig, creds []*runtimeapi.AuthConfig) (string, error) {
+// image by, pulling it when the policy says so; creds (may be nil) is only
+// asked when it pulls. Errors wrap the Err* values.
+func (p *ImagePuller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig, creds PullCredentials) (string, error) {
 	image := c.Image
 	if image == "" || strings.TrimSpace(image) != image {
 		// As upstream, which fails the same names while parsing them.
@@ -146,7 +149,7 @@ type pullFailure struct {
 
 func pullKey(pod *v1.Pod, image string) string { return string(pod.UID) + "/" + image }
 
-func (p *ImagePuller) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, sandbox *runtimeapi.PodSandboxConfig, creds []*runtimeapi.AuthConfig) (string, error) {
+func (p *ImagePuller) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, sandbox *runtimeapi.PodSandboxConfig, lookup PullCredentials) (string, error) {
 	image := spec.Image
 	p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Pulling, "Pulling image %q", image)
 	if p.limiter != nil && !p.limiter.TryAccept() {
@@ -170,7 +173,11 @@ func (p *ImagePuller) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.Im
 		ctx, cancel = context.WithTimeout(ctx, p.cfg.PullTimeout)
 		defer cancel()
 	}
-	var lastErr error
+	var lastErr, credsErr error
+	var creds []*runtimeapi.AuthConfig
+	if lookup != nil {
+		creds, credsErr = lookup(ctx, pod, image)
+	}
 	// Try anonymous first when no credentials, else each credential in turn.
 	auths := creds
 	if len(auths) == 0 {
@@ -190,6 +197,10 @@ func (p *ImagePuller) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.Im
 			return ref, nil
 		}
 		lastErr = err
+	}
+	if credsErr != nil {
+		// Say why credentials may be missing (a failed plugin).
+		lastErr = fmt.Errorf("%w (%v)", lastErr, credsErr)
 	}
 	klog.V(2).InfoS("Image pull failed", "pod", klog.KObj(pod), "image", image, "err", lastErr)
 	p.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Failed to pull image %q: %v", image, lastErr)

@@ -152,9 +152,9 @@ func TestImagePullCredentials(t *testing.T) {
 	auths := []*runtimeapi.AuthConfig{{Username: "a", Password: "1"}, {Username: "b", Password: "2"}}
 	var asked []string
 	e := newEnv(t, func(c *Config, _ *ImageConfig) {
-		c.Credentials = func(_ context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig {
+		c.Credentials = func(_ context.Context, pod *v1.Pod, image string) ([]*runtimeapi.AuthConfig, error) {
 			asked = append(asked, pod.Name+" "+image)
-			return auths
+			return auths, nil
 		}
 	})
 	e.cri.Images.InjectError("PullImage", errors.New("401 unauthorized"))
@@ -175,6 +175,31 @@ func TestImagePullCredentials(t *testing.T) {
 	}
 	if want := []string{"a", "b"}; !reflect.DeepEqual(users, want) {
 		t.Errorf("pulled as %v, want %v", users, want)
+	}
+}
+
+// Credentials are only looked up for a pull (a credential provider plugin
+// is not run for an image already present), and a failed source is named
+// in the pull's error.
+func TestImagePullCredentialsLazyAndFailedSource(t *testing.T) {
+	asked := 0
+	e := newEnv(t, func(c *Config, _ *ImageConfig) {
+		c.Credentials = func(context.Context, *v1.Pod, string) ([]*runtimeapi.AuthConfig, error) {
+			asked++
+			return nil, errors.New(`credential provider plugin "ecr": exit status 1`)
+		}
+	})
+	e.cri.Images.SetFakeImages([]string{"busybox"})
+	pod := newPod("foo1")
+	if _, err := e.m.puller.EnsureImage(e.ctx, pod, &pod.Spec.Containers[0], nil, e.m.cfg.Credentials); err != nil || asked != 0 {
+		t.Fatalf("present image: err %v, credentials asked %d times; want none", err, asked)
+	}
+	e.cri.Images.InjectError("PullImage", errors.New("401 unauthorized"))
+	c := pod.Spec.Containers[0]
+	c.Image, c.ImagePullPolicy = "registry.example/app:1", v1.PullAlways
+	_, err := e.m.puller.EnsureImage(e.ctx, pod, &c, nil, e.m.cfg.Credentials)
+	if asked != 1 || !errors.Is(err, ErrImagePull) || !strings.Contains(err.Error(), `401 unauthorized (credential provider plugin "ecr": exit status 1)`) {
+		t.Fatalf("pull: asked %d, err %v; want one lookup and the plugin's failure in the error", asked, err)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -204,10 +203,6 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, unhea
 	}
 	podIPs := st.IPs
 	if actions.CreateSandbox {
-		if missing := UnsupportedFeatures(pod); len(missing) > 0 && actions.Attempt == 0 {
-			m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Unsupported,
-				"This kubelet does not implement %s yet; the pod runs without them", strings.Join(missing, ", "))
-		}
 		if name := pod.Spec.RuntimeClassName; m.cfg.RuntimeClasses == nil && name != nil && *name != "" && actions.Attempt == 0 {
 			m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Unsupported,
 				"runtimeClassName %q is ignored: without an API server there are no RuntimeClasses to resolve it, so the pod runs with the runtime's default handler (as upstream's kubelet does)", *name)
@@ -301,11 +296,7 @@ func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.P
 		}
 	}
 
-	var creds []*runtimeapi.AuthConfig
-	if m.cfg.Credentials != nil {
-		creds = m.cfg.Credentials(ctx, pod, c.Image)
-	}
-	imageRef, err := m.puller.EnsureImage(ctx, pod, c, sandboxConfig, creds)
+	imageRef, err := m.puller.EnsureImage(ctx, pod, c, sandboxConfig, m.cfg.Credentials)
 	if err != nil {
 		reason, msg := splitReason(err)
 		res.fail(c.Name, reason, msg)

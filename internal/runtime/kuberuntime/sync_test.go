@@ -433,27 +433,6 @@ func TestSyncPod(t *testing.T) {
 			},
 		},
 		{
-			name: "a volume type this kubelet lacks: UnsupportedField warning on the first sandbox",
-			pod: func() *v1.Pod {
-				p := newPod("foo1")
-				p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{ISCSI: &v1.ISCSIVolumeSource{}}}}
-				return p
-			}(),
-			setup: func(e *env, pod *v1.Pod) { e.cri.Images.SetFakeImages([]string{"busybox"}) },
-			want: syncWant{
-				calls:   []string{"RunPodSandbox", "PodSandboxStatus", "CreateContainer", "StartContainer"},
-				started: []string{"foo1"},
-				events: []string{
-					`Warning UnsupportedField This kubelet does not implement volume "data" (iscsi) yet; the pod runs without them`,
-					`Normal Pulled Container image "busybox" already present on machine`,
-					`Normal Created Created container: foo1`,
-					`Normal Started Started container foo1`,
-				},
-				running: []string{"foo1/0/0"},
-				changed: true,
-			},
-		},
-		{
 			// Upstream's createPodSandbox fails with the config error and
 			// SyncPod records it as "Failed to create pod sandbox: <err>".
 			name: "a sandbox config that cannot be made: FailedCreatePodSandBox, as upstream",

@@ -59,6 +59,35 @@ func KubeletBinary(t testing.TB) string {
 	return binPath
 }
 
+var (
+	toolsMu sync.Mutex
+	tools   = map[string]string{}
+)
+
+// BuildBinary builds the main package pkg (a path below the repository,
+// e.g. "./test/plugins/credential-provider") once per test binary and
+// returns the binary's path.
+func BuildBinary(t testing.TB, pkg string) string {
+	t.Helper()
+	toolsMu.Lock()
+	defer toolsMu.Unlock()
+	if bin, ok := tools[pkg]; ok {
+		return bin
+	}
+	dir, err := os.MkdirTemp("", "test-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	tools[pkg] = bin
+	return bin
+}
+
 // FreePort returns a free TCP port on loopback.
 func FreePort(t testing.TB) int {
 	t.Helper()
