@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/seed-kubelet/kubelet/internal/node/cgroups"
 	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
 )
 
@@ -278,19 +279,15 @@ func podCgroupOf(cgroupsPath, uid string) (string, bool) {
 	return "", false
 }
 
-// expandSlice turns a systemd slice name into its cgroup path:
-// "a-b-c.slice" is /a.slice/a-b.slice/a-b-c.slice, "-.slice" is /.
+// expandSlice turns a systemd slice name into its cgroup path
+// (kubepods-burstable.slice is /kubepods.slice/kubepods-burstable.slice),
+// through the cgroup names' one home; the root slice (-.slice) is "/".
 func expandSlice(slice string) string {
-	name := strings.TrimSuffix(slice, ".slice")
-	if name == "" || name == "-" {
+	n, err := cgroups.ParseSystemd(slice)
+	if err != nil {
 		return "/"
 	}
-	parts := strings.Split(name, "-")
-	var b strings.Builder
-	for i := range parts {
-		b.WriteString("/" + strings.Join(parts[:i+1], "-") + ".slice")
-	}
-	return b.String()
+	return n.Systemd()
 }
 
 // podsCgroup returns the cgroup holding all pods (kubepods, or
