@@ -255,9 +255,11 @@ spec:
 	waitPodDirGone(t, podDir)
 }
 
-// A mount someone else left below a pod directory (a CSI driver's, an
-// admin's bind mount) keeps the directory: the kubelet never deletes
-// through it. Once it is unmounted, housekeeping removes the directory.
+// A mount someone else left below a pod directory (an admin's bind mount,
+// outside any volume plugin's directory) keeps the directory: the kubelet
+// never deletes through it. Once it is unmounted, housekeeping removes the
+// directory. (A CSI volume's own mount that will not go holds the pod in
+// termination instead, as upstream; the CSI tests cover that.)
 func TestPodDirWithForeignMountIsKept(t *testing.T) {
 	k := framework.NewKubelet(t)
 	k.WriteManifest("held.yaml", manifest("held", "Always", "sleep 3600"))
@@ -268,7 +270,7 @@ func TestPodDirWithForeignMountIsKept(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(host, "precious"), []byte("keep"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	at := filepath.Join(podDir, "volumes", "kubernetes.io~csi", "data", "mount")
+	at := filepath.Join(podDir, "admin", "bind")
 	if err := os.MkdirAll(at, 0o750); err != nil {
 		t.Fatal(err)
 	}
