@@ -93,6 +93,25 @@ func containerEnv(pod *v1.Pod, c *v1.Container, nodeName string) map[string]stri
 	return env
 }
 
+// MountSubPath is a volumeMount's subPath, or its subPathExpr expanded
+// with the container's environment, validated (relative, no ".."); "" when
+// it has neither.
+func MountSubPath(vm v1.VolumeMount, env map[string]string) (string, error) {
+	subPath := vm.SubPath
+	if vm.SubPathExpr != "" {
+		var err error
+		if subPath, err = ExpandSubPathExpr(vm.SubPathExpr, env); err != nil {
+			return "", fmt.Errorf("volume %q subPathExpr %q: %w", vm.Name, vm.SubPathExpr, err)
+		}
+	}
+	if subPath != "" {
+		if err := ValidateSubPath(subPath); err != nil {
+			return "", err
+		}
+	}
+	return subPath, nil
+}
+
 // mountFor turns the index-th volumeMount of container c into a CRI mount;
 // hostPath is where the volume was set up. A subPath is pinned by a bind
 // mount under the pod's volume-subpaths directory (bindSubPath) and the
@@ -102,16 +121,11 @@ func (m *Manager) mountFor(pod *v1.Pod, c *v1.Container, index int, vm v1.Volume
 	if err != nil {
 		return nil, err
 	}
-	subPath := vm.SubPath
-	if vm.SubPathExpr != "" {
-		if subPath, err = ExpandSubPathExpr(vm.SubPathExpr, env); err != nil {
-			return nil, fmt.Errorf("volume %q subPathExpr %q: %w", vm.Name, vm.SubPathExpr, err)
-		}
+	subPath, err := MountSubPath(vm, env)
+	if err != nil {
+		return nil, err
 	}
 	if subPath != "" {
-		if err := ValidateSubPath(subPath); err != nil {
-			return nil, err
-		}
 		target := SubPathTarget(filepath.Join(m.cfg.PodsDir, string(pod.UID)), vol.Name, c.Name, index)
 		hostPath, err = bindSubPath(subPathRequest{VolumePath: hostPath, SubPath: subPath, Create: !isAPIData(vol), Target: target})
 		if err != nil {

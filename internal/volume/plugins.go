@@ -418,16 +418,9 @@ func (m *Manager) imageMount(uid string, vm v1.VolumeMount, env map[string]strin
 	if err != nil {
 		return nil, err
 	}
-	subPath := vm.SubPath
-	if vm.SubPathExpr != "" {
-		if subPath, err = ExpandSubPathExpr(vm.SubPathExpr, env); err != nil {
-			return nil, fmt.Errorf("volume %q subPathExpr %q: %w", vm.Name, vm.SubPathExpr, err)
-		}
-	}
-	if subPath != "" {
-		if err := ValidateSubPath(subPath); err != nil {
-			return nil, err
-		}
+	subPath, err := MountSubPath(vm, env)
+	if err != nil {
+		return nil, err
 	}
 	return &runtimeapi.Mount{ContainerPath: vm.MountPath, Image: st.image, ImageSubPath: subPath, Readonly: true, Propagation: prop}, nil
 }
