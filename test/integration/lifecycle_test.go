@@ -122,7 +122,9 @@ spec:
 // A sidecar (restartable init container) is stopped after the app
 // containers, as upstream: the app's slow preStop hook finishes before the
 // sidecar's runs, and an httpGet preStop hook without a host reaches the
-// pod's IP, where the sidecar still serves it.
+// pod's IP, where the sidecar still serves it. The app containers exit on
+// SIGTERM, so the sidecar's hook is not left the last two seconds of the
+// grace period (too short for an exec on a loaded machine).
 func TestSidecarStopsAfterAppContainers(t *testing.T) {
 	k := framework.NewKubelet(t)
 	hostDir := filepath.Join(t.TempDir(), "order")
@@ -145,7 +147,7 @@ spec:
   containers:
   - name: app
     image: %[1]s
-    command: ["sleep", "3600"]
+    command: ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
     lifecycle:
       preStop:
         exec: {command: ["sh", "-c", "sleep 2; echo app >> /host/order"]}
@@ -153,7 +155,7 @@ spec:
     - {name: host, mountPath: /host}
   - name: web
     image: %[1]s
-    command: ["sleep", "3600"]
+    command: ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
     lifecycle:
       preStop:
         httpGet: {path: /prestop-hook, port: 8080}
