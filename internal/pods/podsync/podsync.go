@@ -98,9 +98,10 @@ type Volumes interface {
 	SetUpPod(ctx context.Context, pod *v1.Pod) volume.SetUpResult
 	// Refresh rewrites the contents of volumes already set up.
 	Refresh(ctx context.Context, pod *v1.Pod) error
-	// TearDownPluginVolumes unpublishes the pod's CSI volumes and unmounts
-	// its local volumes once its containers are stopped.
-	TearDownPluginVolumes(ctx context.Context, uid string) error
+	// TearDown unmounts every volume of the pod once its containers are
+	// stopped: CSI unpublish (and unstage), local volumes, subPath binds
+	// and the tmpfs of memory-backed volumes (secrets, tokens).
+	TearDown(uid string) error
 }
 
 var _ Volumes = (*volume.Manager)(nil)
@@ -386,9 +387,10 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, gracePerio
 		return fmt.Errorf("kill pod %s: %w", klog.KObj(pod), err)
 	}
 	// As upstream, a terminated pod's volumes are unmounted (so they can be
-	// detached) before the pod counts as terminated and may be deleted.
+	// detached, and its secrets leave memory) before the pod counts as
+	// terminated and may be deleted.
 	if s.cfg.Volumes != nil {
-		if err := s.cfg.Volumes.TearDownPluginVolumes(ctx, string(pod.UID)); err != nil {
+		if err := s.cfg.Volumes.TearDown(string(pod.UID)); err != nil {
 			return fmt.Errorf("unmount volumes of pod %s: %w", klog.KObj(pod), err)
 		}
 	}

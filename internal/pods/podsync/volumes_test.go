@@ -49,7 +49,7 @@ func (f *fakeVolumes) SetUpPod(context.Context, *v1.Pod) volume.SetUpResult {
 	}
 }
 func (f *fakeVolumes) Refresh(context.Context, *v1.Pod) error { return nil }
-func (f *fakeVolumes) TearDownPluginVolumes(_ context.Context, uid string) error {
+func (f *fakeVolumes) TearDown(uid string) error {
 	f.tornDown = append(f.tornDown, uid)
 	return f.tearDown
 }
