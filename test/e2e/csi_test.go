@@ -421,15 +421,12 @@ func TestCSIBadInput(t *testing.T) {
 	waitEvent(t, n, ns, "unbound", "FailedMount", "error processing PVC "+ns+"/unbound: PVC is not bound")
 	waitEvent(t, n, ns, "nodriver", "FailedMount", "driver name "+missing+" not found in the list of registered CSI drivers")
 	waitEvent(t, n, ns, "failing", "FailedMount", "injected failure")
+	// The status write may trail the event by a moment.
 	for _, name := range []string{"unbound", "nodriver", "failing"} {
-		p, err := n.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.Status.Phase != v1.PodPending || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Waiting == nil ||
-			p.Status.ContainerStatuses[0].State.Waiting.Reason != "ContainerCreating" {
-			t.Errorf("pod %s: %+v", name, p.Status)
-		}
+		waitPod(t, n.client, ns, name, "Pending in ContainerCreating", func(p *v1.Pod) bool {
+			return p.Status.Phase == v1.PodPending && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
+				p.Status.ContainerStatuses[0].State.Waiting.Reason == "ContainerCreating"
+		})
 	}
 	// The failing driver recovers: the pod starts (retried with back-off).
 	os.Remove(c.failRun)
