@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/seed-kubelet/kubelet/internal/runtime/imageref"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -56,7 +57,7 @@ func (s *Source) Credentials(ctx context.Context, pod *v1.Pod, image string) []*
 		s.recorder.Eventf(pod, v1.EventTypeWarning, ReasonFailedToRetrieveImagePullSecret,
 			"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(failed, ", "))
 	}
-	return ring.lookup(repository(image))
+	return ring.lookup(imageref.Repository(image))
 }
 
 // dockerConfig maps registry locations ("quay.io", "https://index.docker.io/v1/",
@@ -255,27 +256,4 @@ func isDockerHub(repo string) bool {
 		return true
 	}
 	return !strings.ContainsAny(first, ".:")
-}
-
-// repository returns the image's repository in the fully qualified form the
-// runtime resolves it to, without tag or digest: "busybox:1.36" becomes
-// "docker.io/library/busybox", "quay.io/a/b@sha256:..." becomes "quay.io/a/b".
-// The first component names a registry when it holds "." or ":", is
-// "localhost", or has upper-case letters; otherwise the image is on Docker Hub.
-func repository(image string) string {
-	name, _, _ := strings.Cut(image, "@")
-	if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
-		name = name[:i]
-	}
-	domain, rest, found := strings.Cut(name, "/")
-	if !found || (!strings.ContainsAny(domain, ".:") && domain != "localhost" && strings.ToLower(domain) == domain) {
-		domain, rest = "docker.io", name
-	}
-	if domain == "index.docker.io" {
-		domain = "docker.io"
-	}
-	if domain == "docker.io" && !strings.Contains(rest, "/") {
-		rest = "library/" + rest
-	}
-	return domain + "/" + rest
 }

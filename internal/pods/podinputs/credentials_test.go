@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,32 +14,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/seed-kubelet/kubelet/internal/kubeclient/kubeclienttest"
+	"github.com/seed-kubelet/kubelet/internal/runtime/imageref"
 )
-
-func TestRepository(t *testing.T) {
-	tests := []struct {
-		name, image, want string
-	}{
-		{name: "bare name", image: "busybox", want: "docker.io/library/busybox"},
-		{name: "bare name with tag", image: "busybox:1.36", want: "docker.io/library/busybox"},
-		{name: "docker hub user repo", image: "user/app:v1", want: "docker.io/user/app"},
-		{name: "docker.io with library", image: "docker.io/nginx", want: "docker.io/library/nginx"},
-		{name: "index.docker.io alias", image: "index.docker.io/user/app", want: "docker.io/user/app"},
-		{name: "registry with path", image: "quay.io/coreos/etcd:v3.5", want: "quay.io/coreos/etcd"},
-		{name: "registry with port", image: "registry.local:5000/team/app:1", want: "registry.local:5000/team/app"},
-		{name: "port without tag", image: "registry.local:5000/app", want: "registry.local:5000/app"},
-		{name: "localhost", image: "localhost/app", want: "localhost/app"},
-		{name: "digest", image: "gcr.io/p/app@sha256:" + strings.Repeat("a", 64), want: "gcr.io/p/app"},
-		{name: "tag and digest", image: "gcr.io/p/app:1@sha256:" + strings.Repeat("a", 64), want: "gcr.io/p/app"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := repository(tc.image); got != tc.want {
-				t.Errorf("repository(%q) = %q, want %q", tc.image, got, tc.want)
-			}
-		})
-	}
-}
 
 func TestKeyringLookup(t *testing.T) {
 	// Each entry's username is its location, so results name the match.
@@ -90,7 +65,7 @@ func TestKeyringLookup(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, a := range ring(tc.locs...).lookup(repository(tc.image)) {
+			for _, a := range ring(tc.locs...).lookup(imageref.Repository(tc.image)) {
 				got = append(got, a.Username)
 			}
 			if !reflect.DeepEqual(got, tc.want) {
