@@ -19,6 +19,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/runtime/prober"
+	"github.com/seed-kubelet/kubelet/internal/runtime/pullprogress"
 	"github.com/seed-kubelet/kubelet/internal/sources"
 	"github.com/seed-kubelet/kubelet/internal/volume"
 )
@@ -78,10 +79,14 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	if err != nil {
 		return nil, err
 	}
+	progress, err := pullProgress(ctx, b)
+	if err != nil {
+		return nil, err
+	}
 	puller := kuberuntime.NewImagePuller(kuberuntime.ImageConfig{
 		Images: b.cri.Image, Clock: clk, Recorder: b.recorder,
 		SerializePulls: derefBool(cfg.SerializeImagePulls, true), MaxParallelPulls: int(derefInt32(cfg.MaxParallelImagePulls)),
-		QPS: derefInt32AsFloat(cfg.RegistryPullQPS), Burst: int(cfg.RegistryBurst),
+		QPS: derefInt32AsFloat(cfg.RegistryPullQPS), Burst: int(cfg.RegistryBurst), Progress: progress,
 	})
 	gcPolicy := containerGCPolicy(b.flags)
 	runtimeMgr := kuberuntime.NewManager(kuberuntime.Config{
@@ -106,6 +111,23 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 		pods: pods, statuses: statuses, mirrors: mirrors, runtime: runtimeMgr, probes: probes, syncer: podsync.New(syncCfg),
 		logRotation: logRotation, imageGC: imageGC, sources: podCfg, sourceNames: names,
 	}, nil
+}
+
+// pullProgress reads the progress of image pulls from containerd's content
+// service on the image service socket (containerd serves it beside the CRI);
+// another runtime makes the first long pull find out, at -v=4, that it
+// cannot tell. The connection closes when ctx ends.
+func pullProgress(ctx context.Context, b *base) (*pullprogress.Reporter, error) {
+	endpoint := b.cfg.ImageServiceEndpoint
+	if endpoint == "" {
+		endpoint = b.cfg.ContainerRuntimeEndpoint
+	}
+	content, err := pullprogress.DialContainerd(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, func() { content.Close() })
+	return pullprogress.New(pullprogress.Config{Source: content, Recorder: b.recorder, Clock: b.clock}), nil
 }
 
 // sourcesReady reports whether every configured pod source has been seen.
