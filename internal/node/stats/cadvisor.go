@@ -68,6 +68,8 @@ type cadvisorState struct {
 	specs map[string]specSample
 	// images maps an image ID to its first repo tag (CRI ListImages).
 	images map[string]string
+	// files keeps the files every scrape reads open between scrapes.
+	files *fileCache
 	// sandboxImage is the runtime's sandbox image, asked once.
 	sandboxImage     string
 	sandboxImageRead bool
@@ -113,7 +115,13 @@ func (p *Provider) cadvisorScrape(ctx context.Context) *cadvisorScrape {
 		s.Err = true
 	}
 	s.Entries = entries
-	r := newReader()
+	files := p.cadvisor.files
+	if !files.acquire() {
+		files = nil // another scrape reads through it: read the plain way
+	} else {
+		defer files.release()
+	}
+	r := newReader(files)
 	s.Cgroups = make([]cgroupFull, 0, len(entries))
 	s.Procs = make([]processCounts, len(entries))
 	s.Networks = make([][]netDeviceFull, len(entries))
@@ -132,7 +140,7 @@ func (p *Provider) cadvisorScrape(ctx context.Context) *cadvisorScrape {
 		s.Cgroups = append(s.Cgroups, c)
 		s.Procs[i] = p.processCounts(r, e, now)
 		if e.NetPid > 0 {
-			if data, ok := r.read(p.procRoot, itoa(e.NetPid), "net", "dev"); ok {
+			if data, ok := r.keptFor(e.Name, p.procRoot, itoa(e.NetPid), "net", "dev"); ok {
 				s.Networks[i] = parseNetDevFull(data)
 				sort.Slice(s.Networks[i], func(a, b int) bool { return s.Networks[i][a].Name < s.Networks[i][b].Name })
 			}
