@@ -58,6 +58,7 @@ type cgroupSpec struct {
 // reads stay open between scrapes.
 type reader struct {
 	buf, path, key []byte
+	dents          []byte     // getdents buffer (countProcesses)
 	files          *fileCache // nil: open and close every file
 }
 
@@ -455,7 +456,10 @@ func countProcesses(r *reader, procsFile, procRoot string) processCounts {
 	}
 	pids := strings.Fields(string(data))
 	var link [64]byte
-	dents := make([]byte, 8<<10)
+	if r.dents == nil {
+		r.dents = make([]byte, 8<<10)
+	}
+	dents := r.dents
 	for _, pid := range pids {
 		pc.Processes++
 		dfd, err := unix.Open(procRoot+"/"+pid+"/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
