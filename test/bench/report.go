@@ -174,6 +174,9 @@ func markdown(res *results) string {
 		row(fmt.Sprintf("**%d pods: CPU per /metrics/cadvisor scrape** (less idle CPU)", pods), scrape(func(s *scrapeResult) string {
 			return fmt.Sprintf("**%.1f ms** (%d scrapes %v apart)", float64(s.PerScrape.Microseconds())/1000, s.Scrapes*s.Rounds, s.Interval)
 		}), "–")
+		row(fmt.Sprintf("%d pods: CPU per scrape, measured around each (all threads' schedstat; median / p90)", pods), scrape(func(s *scrapeResult) string {
+			return s.Direct.medP90()
+		}), "–")
 		row(fmt.Sprintf("%d pods: CPU while idle, same windows (of one core)", pods), scrape(func(s *scrapeResult) string {
 			return cpuPct(s.IdleCPU, time.Duration(s.Scrapes*s.Rounds)*s.Interval)
 		}), "–")
