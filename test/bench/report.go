@@ -177,6 +177,9 @@ func markdown(res *results) string {
 		row(fmt.Sprintf("%d pods: CPU per scrape, measured around each (all threads' schedstat; median / p90)", pods), scrape(func(s *scrapeResult) string {
 			return s.Direct.medP90()
 		}), "–")
+		row(fmt.Sprintf("**%d pods: allocations per scrape** (go_memstats on /metrics, less idle)", pods), scrape(func(s *scrapeResult) string {
+			return fmt.Sprintf("**%.0f allocations, %.1f MB**", s.AllocsPerScrape, s.BytesPerScrape/1e6)
+		}), "–")
 		row(fmt.Sprintf("%d pods: CPU while idle, same windows (of one core)", pods), scrape(func(s *scrapeResult) string {
 			return cpuPct(s.IdleCPU, time.Duration(s.Scrapes*s.Rounds)*s.Interval)
 		}), "–")

@@ -36,6 +36,14 @@ type scrapeResult struct {
 	// byte: no idle window to subtract, but garbage collection that runs
 	// later is left out.
 	Direct dist
+	// IdleAllocs/BusyAllocs and IdleAllocBytes/BusyAllocBytes are the
+	// differences of go_memstats_mallocs_total and
+	// go_memstats_alloc_bytes_total on the kubelet's /metrics over the same
+	// windows (both kubelets are Go programs and export them); each window
+	// reads /metrics twice, so that reading cancels out.
+	IdleAllocs, BusyAllocs          float64
+	IdleAllocBytes, BusyAllocBytes  float64
+	AllocsPerScrape, BytesPerScrape float64
 }
 
 // runScrapePhase starts the kubelet with o.scrapePods static pods, waits
@@ -96,6 +104,7 @@ func runScrapePhase(c *cri, fl flavor, o options) (*scrapeResult, error) {
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 1,
 	}}
 	url := fmt.Sprintf("https://127.0.0.1:%d/metrics/cadvisor", k.Port)
+	metricsURL := fmt.Sprintf("https://127.0.0.1:%d/metrics", k.Port)
 	// cAdvisor finds new cgroups on its housekeeping: wait until every
 	// pod's container shows, labelled.
 	var last scrapeStats
@@ -112,6 +121,10 @@ func runScrapePhase(c *cri, fl flavor, o options) (*scrapeResult, error) {
 	pid := k.cmd.Process.Pid
 	for r := 0; r < o.scrapeRounds; r++ {
 		window := time.Duration(o.scrapes) * o.scrapeInterval
+		m0, err := goAllocs(client, metricsURL)
+		if err != nil {
+			return res, err
+		}
 		s0, err := k.sample()
 		if err != nil {
 			return res, err
@@ -121,7 +134,16 @@ func runScrapePhase(c *cri, fl flavor, o options) (*scrapeResult, error) {
 		if err != nil {
 			return res, err
 		}
+		m1, err := goAllocs(client, metricsURL)
+		if err != nil {
+			return res, err
+		}
 		res.IdleCPU += s1.CPU - s0.CPU
+		res.IdleAllocs += m1.mallocs - m0.mallocs
+		res.IdleAllocBytes += m1.bytes - m0.bytes
+		if m1, err = goAllocs(client, metricsURL); err != nil {
+			return res, err
+		}
 		next := time.Now()
 		for i := 0; i < o.scrapes; i++ {
 			c0 := threadsCPU(pid)
@@ -140,11 +162,19 @@ func runScrapePhase(c *cri, fl flavor, o options) (*scrapeResult, error) {
 		if err != nil {
 			return res, err
 		}
+		m2, err := goAllocs(client, metricsURL)
+		if err != nil {
+			return res, err
+		}
 		res.BusyCPU += s2.CPU - s1.CPU
+		res.BusyAllocs += m2.mallocs - m1.mallocs
+		res.BusyAllocBytes += m2.bytes - m1.bytes
 		log.Printf("%s scrape: round %d: idle %v, scraping %v over %v", fl.Name, r+1, s1.CPU-s0.CPU, s2.CPU-s1.CPU, window)
 	}
 	n := o.scrapes * o.scrapeRounds
 	res.PerScrape = (res.BusyCPU - res.IdleCPU) / time.Duration(n)
+	res.AllocsPerScrape = (res.BusyAllocs - res.IdleAllocs) / float64(n)
+	res.BytesPerScrape = (res.BusyAllocBytes - res.IdleAllocBytes) / float64(n)
 	res.Latency, res.Direct = summarize(lat), summarize(direct)
 	return res, k.alive()
 }
@@ -198,4 +228,52 @@ func threadsCPU(pid int) time.Duration {
 		}
 	}
 	return sum
+}
+
+type allocCounts struct{ mallocs, bytes float64 }
+
+// goAllocs reads go_memstats_mallocs_total and go_memstats_alloc_bytes_total
+// from the kubelet's /metrics.
+func goAllocs(client *http.Client, url string) (allocCounts, error) {
+	var a allocCounts
+	resp, err := client.Get(url)
+	if err != nil {
+		return a, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, resp.Body)
+		return a, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	seen := 0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		var dst *float64
+		switch name {
+		case "go_memstats_mallocs_total":
+			dst = &a.mallocs
+		case "go_memstats_alloc_bytes_total":
+			dst = &a.bytes
+		default:
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return a, fmt.Errorf("%s: %s: %v", url, name, err)
+		}
+		*dst = v
+		seen++
+	}
+	if err := sc.Err(); err != nil {
+		return a, err
+	}
+	if seen != 2 {
+		return a, fmt.Errorf("%s: no go_memstats_mallocs_total or go_memstats_alloc_bytes_total", url)
+	}
+	return a, nil
 }
