@@ -85,6 +85,10 @@ build_one() {
     return
   fi
   [[ $pkg == k8s.io/kubernetes/* ]] && ldflags=$(kube_ldflags)
+  # metrics-server stamps its version as its Makefile does (it shows in
+  # --version and in its user agent towards the apiserver and kubelets).
+  [[ $pkg == sigs.k8s.io/metrics-server/* ]] &&
+    ldflags="-X k8s.io/client-go/pkg/version.gitVersion=$(cd "$dir" && go list -m -f '{{.Version}}' sigs.k8s.io/metrics-server)"
   tmp=$(mktemp -d "${BIN_DIR}/.build-${name}.XXXXXX")
   t0=$(now_ms)
   # Static, path-free builds like upstream's release binaries (which strip
