@@ -18,7 +18,9 @@
 #   BENCH_RUNS         measured pod starts per kubelet and raw CRI (10)
 #   BENCH_MEM_PODS     pods in the memory phase (30)
 #   BENCH_MEM_SETTLE   wait before reading memory (30s)
-#   BENCH_PHASES       raw,start,mem
+#   BENCH_PHASES       raw,start,mem (add scrape: one /metrics/cadvisor scrape
+#                      with BENCH_SCRAPE_PODS pods, default 100, CPU and
+#                      allocations)
 #   BENCH_KUBELETS     ours,upstream
 #   BENCH_ENDPOINT     use this CRI endpoint instead of a private containerd
 #                      (only when nothing else runs pods on it)
@@ -157,6 +159,7 @@ log "running (about 3.5 minutes; kubelet logs under ${OUT}/work)"
   "${ours_args[@]}" "${upstream_args[@]}" \
   -endpoint "$endpoint" "${private_args[@]}" \
   -runs "${BENCH_RUNS:-10}" -mem-pods "${BENCH_MEM_PODS:-30}" -mem-settle "${BENCH_MEM_SETTLE:-30s}" \
+  -scrape-pods "${BENCH_SCRAPE_PODS:-100}" \
   -phases "${BENCH_PHASES:-raw,start,mem}" \
   -work "${OUT}/work" -md "${OUT}/results.md" -json "${OUT}/results.json"
 log "results: ${OUT}/results.md, ${OUT}/results.json"

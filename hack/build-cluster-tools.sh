@@ -13,13 +13,16 @@
 # suite (e2e.test, `go test -c` of k8s.io/kubernetes/test/e2e), the ginkgo
 # CLI that runs it in parallel, and agnhost and nonewprivs, programs of
 # upstream's test images (hack/conformance.sh packages them into images).
+# metrics-server v0.8.0 (module test/tools/metrics-server) serves
+# metrics.k8s.io for test/e2e's `kubectl top` test.
 #
 # A binary newer than its module's go.mod, go.sum and Go files (and this
 # script) is kept; FORCE=1 rebuilds everything. The first build takes several minutes
 # (kube-apiserver alone about 5 on 2 cores); later ones hit the Go build cache.
 #
 # Usage: hack/build-cluster-tools.sh [NAME...]
-#   (default: all but kubeadm, which only the kubeadm e2e tests need, and
+#   (default: all but kubeadm, which only the kubeadm e2e tests need,
+#   metrics-server, which only test/e2e's kubectl top test needs, and
 #   e2e.test, agnhost, nonewprivs and ginkgo, which only hack/conformance.sh
 #   needs)
 set -euo pipefail
@@ -29,6 +32,7 @@ KUBE_VERSION=v1.36.3
 KUBE_MODULE=${REPO_ROOT}/test/tools/kubernetes
 ETCD_MODULE=${REPO_ROOT}/test/tools/etcd
 CSI_MODULE=${REPO_ROOT}/test/tools/csi
+METRICS_SERVER_MODULE=${REPO_ROOT}/test/tools/metrics-server
 SELF=${REPO_ROOT}/hack/build-cluster-tools.sh
 
 # kubectl refuses to run without a parseable version ("could not parse
@@ -66,6 +70,7 @@ e2e.test ${KUBE_MODULE} k8s.io/kubernetes/test/e2e
 agnhost ${KUBE_MODULE} k8s.io/kubernetes/test/images/agnhost
 nonewprivs ${KUBE_MODULE} k8s.io/kubernetes/test/images/nonewprivs
 ginkgo ${KUBE_MODULE} github.com/onsi/ginkgo/v2/ginkgo
+metrics-server ${METRICS_SERVER_MODULE} sigs.k8s.io/metrics-server/cmd/metrics-server
 EOF
 }
 
@@ -87,6 +92,10 @@ build_one() {
     return
   fi
   [[ $pkg == k8s.io/kubernetes/* ]] && ldflags=$(kube_ldflags)
+  # metrics-server stamps its version as its Makefile does (it shows in
+  # --version and in its user agent towards the apiserver and kubelets).
+  [[ $pkg == sigs.k8s.io/metrics-server/* ]] &&
+    ldflags="-X k8s.io/client-go/pkg/version.gitVersion=$(cd "$dir" && go list -m -f '{{.Version}}' sigs.k8s.io/metrics-server)"
   tmp=$(mktemp -d "${BIN_DIR}/.build-${name}.XXXXXX")
   t0=$(now_ms)
   # Static, path-free builds like upstream's release binaries (which strip

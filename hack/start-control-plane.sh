@@ -4,8 +4,11 @@
 # kube-controller-manager and kube-scheduler, Kubernetes v1.36.3 as built by
 # hack/build-cluster-tools.sh into _output/bin. Generates the PKI first (see
 # hack/lib/cluster.sh for the layout). Idempotent: what already runs and
-# answers is left alone, a component whose binary or certificates changed is
-# restarted. Needs root. Undo with hack/stop-control-plane.sh.
+# answers is left alone, a component whose binary, certificates or flags
+# changed is restarted (the flags it runs with are read from
+# /proc/PID/cmdline). Needs root. Undo with hack/stop-control-plane.sh.
+# Restarting takes the control plane away for other users of the machine:
+# run this script under `flock /tmp/seed-e2e.lock` (the e2e tests do).
 #
 # The apiserver reaches kubelets at their node's InternalIP first (then
 # Hostname): kubelets under test report InternalIP 127.0.0.1, and their
@@ -46,7 +49,7 @@ generate_pki() {
   t0=$(now_ms)
   lock_pki
   local stamp=${PKI_DIR}/.checked files=() n
-  for n in apiserver apiserver-kubelet-client admin controller-manager scheduler; do
+  for n in apiserver apiserver-kubelet-client admin controller-manager scheduler front-proxy-ca front-proxy-client; do
     files+=("${PKI_DIR}/${n}.crt" "${PKI_DIR}/${n}.key")
   done
   files+=("${PKI_DIR}/sa.key" "${PKI_DIR}/sa.pub" "$ADMIN_KUBECONFIG"
@@ -70,6 +73,11 @@ generate_pki() {
   issue_cert admin "$PKI_DIR" "/O=system:masters/CN=kubernetes-admin" client
   issue_cert controller-manager "$PKI_DIR" "/CN=system:kube-controller-manager" client
   issue_cert scheduler "$PKI_DIR" "/CN=system:kube-scheduler" client
+  # The aggregation layer's own CA, as kubeadm's: extension API servers
+  # trust requests proxied with its client certificate
+  # (--requestheader-client-ca-file), and only with it.
+  ensure_ca front-proxy-ca front-proxy-ca
+  ISSUER=front-proxy-ca issue_cert front-proxy-client "$PKI_DIR" "/CN=front-proxy-client" client
   kubeconfig_current "$ADMIN_KUBECONFIG" "${PKI_DIR}/admin.crt" ||
     write_kubeconfig "$ADMIN_KUBECONFIG" kubernetes-admin "${PKI_DIR}/admin.crt" "${PKI_DIR}/admin.key"
   kubeconfig_current "${KUBECONFIG_DIR}/controller-manager.kubeconfig" "${PKI_DIR}/controller-manager.crt" ||
@@ -120,15 +128,39 @@ port_taken() {
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# cmd_changed NAME: the running component NAME has other arguments than
+# those it would be started with now (its *_CMD array), the binary's path
+# aside: each worktree reaches the shared _output/bin by a path of its own.
+cmd_changed() {
+  local pidfile=${RUN_DIR}/$1.pid running want
+  local -n cmd=$(cmd_var "$1")
+  running=$(tr '\0' '\n' <"/proc/$(<"$pidfile")/cmdline" | tail -n +2) || return 1
+  want=$(printf '%s\n' "${cmd[@]:1}")
+  [[ $running != "$want" ]]
+}
+
+# cmd_var NAME: the array holding component NAME's command line.
+cmd_var() {
+  case $1 in
+  etcd) echo ETCD_CMD ;;
+  kube-apiserver) echo APISERVER_CMD ;;
+  kube-controller-manager) echo CM_CMD ;;
+  kube-scheduler) echo SCHEDULER_CMD ;;
+  *) die "cmd_var: unknown component $1" ;;
+  esac
+}
+
 # restart_changed: stops, dependents first, each component whose binary was
-# rebuilt since it started or (etcd aside) whose certificates changed, so
-# that ensure starts it again. A restarting apiserver takes the controller-
+# rebuilt since it started or (etcd aside) whose arguments differ from those
+# it would be started with now or whose certificates changed, so that ensure
+# starts it again. etcd keeps the flags it started with (its data and every
+# watch would go through a restart for ETCD_UNSAFE_NO_FSYNC alone). A restarting apiserver takes the controller-
 # manager and scheduler along: while they hold watches it takes a minute to
 # exit.
 restart_changed() {
   local name pidfile reason api_restarts=no
   pidfile=${RUN_DIR}/kube-apiserver.pid
-  if pid_alive "$pidfile" && { stale "$pidfile" || [[ $PKI_CHANGED == yes ]]; }; then
+  if pid_alive "$pidfile" && { stale "$pidfile" || [[ $PKI_CHANGED == yes ]] || cmd_changed kube-apiserver; }; then
     api_restarts=yes
   fi
   for name in kube-scheduler kube-controller-manager kube-apiserver etcd; do
@@ -136,6 +168,8 @@ restart_changed() {
     pid_alive "$pidfile" || continue
     if stale "$pidfile"; then
       reason="binary rebuilt"
+    elif [[ $name != etcd ]] && cmd_changed "$name"; then
+      reason="flags changed"
     elif [[ $PKI_CHANGED == yes && $name != etcd ]]; then
       reason="certificates changed"
     elif [[ $api_restarts == yes && $name != etcd ]]; then
@@ -187,6 +221,69 @@ await() {
   log "${name}: healthy after $(($(now_ms) - t0))ms"
 }
 
+# commands: the command line of each component, in ETCD_CMD, APISERVER_CMD,
+# CM_CMD and SCHEDULER_CMD.
+commands() {
+  ETCD_CMD=(
+    "${BIN_DIR}/etcd"
+    --name=seed --data-dir="$ETCD_DATA_DIR"
+    --listen-client-urls="$ETCD_CLIENT_URL" --advertise-client-urls="$ETCD_CLIENT_URL"
+    --listen-peer-urls="$ETCD_PEER_URL" --initial-advertise-peer-urls="$ETCD_PEER_URL"
+    --initial-cluster="seed=${ETCD_PEER_URL}" --log-level=warn
+  )
+  [[ ${ETCD_UNSAFE_NO_FSYNC:-0} == 1 ]] && ETCD_CMD+=(--unsafe-no-fsync)
+  APISERVER_CMD=(
+    "${BIN_DIR}/kube-apiserver"
+    --etcd-servers="$ETCD_CLIENT_URL"
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=6443
+    --endpoint-reconciler-type=none
+    --tls-cert-file="${PKI_DIR}/apiserver.crt" --tls-private-key-file="${PKI_DIR}/apiserver.key"
+    --client-ca-file="${PKI_DIR}/ca.crt"
+    --authorization-mode=Node,RBAC
+    --enable-admission-plugins=NodeRestriction
+    --enable-bootstrap-token-auth=true
+    --allow-privileged=true
+    --service-cluster-ip-range="$SERVICE_CIDR"
+    --service-account-issuer="$SERVICE_ACCOUNT_ISSUER"
+    --service-account-key-file="${PKI_DIR}/sa.pub"
+    --service-account-signing-key-file="${PKI_DIR}/sa.key"
+    --kubelet-client-certificate="${PKI_DIR}/apiserver-kubelet-client.crt"
+    --kubelet-client-key="${PKI_DIR}/apiserver-kubelet-client.key"
+    --kubelet-certificate-authority="${PKI_DIR}/ca.crt"
+    --kubelet-preferred-address-types=InternalIP,Hostname
+    # The aggregation layer (kubeadm's flags; see the top of this file).
+    --requestheader-client-ca-file="${PKI_DIR}/front-proxy-ca.crt"
+    --requestheader-allowed-names=front-proxy-client
+    --requestheader-username-headers=X-Remote-User
+    --requestheader-group-headers=X-Remote-Group
+    --requestheader-extra-headers-prefix=X-Remote-Extra-
+    --proxy-client-cert-file="${PKI_DIR}/front-proxy-client.crt"
+    --proxy-client-key-file="${PKI_DIR}/front-proxy-client.key"
+    --v=1
+  )
+  local cm_kc=${KUBECONFIG_DIR}/controller-manager.kubeconfig sched_kc=${KUBECONFIG_DIR}/scheduler.kubeconfig
+  CM_CMD=(
+    "${BIN_DIR}/kube-controller-manager"
+    --kubeconfig="$cm_kc" --authentication-kubeconfig="$cm_kc" --authorization-kubeconfig="$cm_kc"
+    --bind-address=127.0.0.1 --secure-port="$CONTROLLER_MANAGER_PORT"
+    --leader-elect=false
+    --use-service-account-credentials=true
+    --service-account-private-key-file="${PKI_DIR}/sa.key"
+    --root-ca-file="${PKI_DIR}/ca.crt"
+    --cluster-signing-cert-file="${PKI_DIR}/ca.crt" --cluster-signing-key-file="${PKI_DIR}/ca.key"
+    --service-cluster-ip-range="$SERVICE_CIDR"
+    --controllers='*,bootstrapsigner,tokencleaner'
+    --v=2
+  )
+  SCHEDULER_CMD=(
+    "${BIN_DIR}/kube-scheduler"
+    --kubeconfig="$sched_kc" --authentication-kubeconfig="$sched_kc" --authorization-kubeconfig="$sched_kc"
+    --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT"
+    --leader-elect=false
+    --v=2
+  )
+}
+
 main() {
   [[ $(id -u) == 0 ]] || die "run as root"
   local t0 etcd_version
@@ -200,64 +297,22 @@ main() {
   flock -w 180 8 || die "timed out waiting for another start-control-plane.sh"
 
   generate_pki
+  commands
   restart_changed
 
-  local etcd_args=(
-    --name=seed --data-dir="$ETCD_DATA_DIR"
-    --listen-client-urls="$ETCD_CLIENT_URL" --advertise-client-urls="$ETCD_CLIENT_URL"
-    --listen-peer-urls="$ETCD_PEER_URL" --initial-advertise-peer-urls="$ETCD_PEER_URL"
-    --initial-cluster="seed=${ETCD_PEER_URL}" --log-level=warn
-  )
-  [[ ${ETCD_UNSAFE_NO_FSYNC:-0} == 1 ]] && etcd_args+=(--unsafe-no-fsync)
   mkdir -p "$ETCD_DATA_DIR" && chmod 700 "$ETCD_DATA_DIR"
-  ensure etcd "$ETCD_PID" "$ETCD_LOG" etcd_healthy 2379 -- "${BIN_DIR}/etcd" "${etcd_args[@]}"
+  ensure etcd "$ETCD_PID" "$ETCD_LOG" etcd_healthy 2379 -- "${ETCD_CMD[@]}"
   await etcd "$ETCD_PID" "$ETCD_LOG" 20 etcd_healthy
   etcd_version=$(curl -sf --max-time 2 "${ETCD_CLIENT_URL}/version" | sed -n 's/.*"etcdserver":"\([^"]*\)".*/\1/p')
   [[ $etcd_version == 3.[6-9]* ]] || die "etcd on ${ETCD_CLIENT_URL} is ${etcd_version:-unknown}; kube-apiserver 1.36 needs 3.6"
 
-  ensure kube-apiserver "$APISERVER_PID" "$APISERVER_LOG" apiserver_ready 6443 -- \
-    "${BIN_DIR}/kube-apiserver" \
-    --etcd-servers="$ETCD_CLIENT_URL" \
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=6443 \
-    --endpoint-reconciler-type=none \
-    --tls-cert-file="${PKI_DIR}/apiserver.crt" --tls-private-key-file="${PKI_DIR}/apiserver.key" \
-    --client-ca-file="${PKI_DIR}/ca.crt" \
-    --authorization-mode=Node,RBAC \
-    --enable-admission-plugins=NodeRestriction \
-    --enable-bootstrap-token-auth=true \
-    --allow-privileged=true \
-    --service-cluster-ip-range="$SERVICE_CIDR" \
-    --service-account-issuer="$SERVICE_ACCOUNT_ISSUER" \
-    --service-account-key-file="${PKI_DIR}/sa.pub" \
-    --service-account-signing-key-file="${PKI_DIR}/sa.key" \
-    --kubelet-client-certificate="${PKI_DIR}/apiserver-kubelet-client.crt" \
-    --kubelet-client-key="${PKI_DIR}/apiserver-kubelet-client.key" \
-    --kubelet-certificate-authority="${PKI_DIR}/ca.crt" \
-    --kubelet-preferred-address-types=InternalIP,Hostname \
-    --v=1
+  ensure kube-apiserver "$APISERVER_PID" "$APISERVER_LOG" apiserver_ready 6443 -- "${APISERVER_CMD[@]}"
   await kube-apiserver "$APISERVER_PID" "$APISERVER_LOG" 90 apiserver_ready
 
   # Started once the apiserver is ready: the controller-manager gives up
   # when the apiserver is not healthy within 10s of its start.
-  local cm_kc=${KUBECONFIG_DIR}/controller-manager.kubeconfig sched_kc=${KUBECONFIG_DIR}/scheduler.kubeconfig
-  ensure kube-controller-manager "$CM_PID" "$CM_LOG" cm_healthy "$CONTROLLER_MANAGER_PORT" -- \
-    "${BIN_DIR}/kube-controller-manager" \
-    --kubeconfig="$cm_kc" --authentication-kubeconfig="$cm_kc" --authorization-kubeconfig="$cm_kc" \
-    --bind-address=127.0.0.1 --secure-port="$CONTROLLER_MANAGER_PORT" \
-    --leader-elect=false \
-    --use-service-account-credentials=true \
-    --service-account-private-key-file="${PKI_DIR}/sa.key" \
-    --root-ca-file="${PKI_DIR}/ca.crt" \
-    --cluster-signing-cert-file="${PKI_DIR}/ca.crt" --cluster-signing-key-file="${PKI_DIR}/ca.key" \
-    --service-cluster-ip-range="$SERVICE_CIDR" \
-    --controllers='*,bootstrapsigner,tokencleaner' \
-    --v=2
-  ensure kube-scheduler "$SCHEDULER_PID" "$SCHEDULER_LOG" scheduler_healthy "$SCHEDULER_PORT" -- \
-    "${BIN_DIR}/kube-scheduler" \
-    --kubeconfig="$sched_kc" --authentication-kubeconfig="$sched_kc" --authorization-kubeconfig="$sched_kc" \
-    --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" \
-    --leader-elect=false \
-    --v=2
+  ensure kube-controller-manager "$CM_PID" "$CM_LOG" cm_healthy "$CONTROLLER_MANAGER_PORT" -- "${CM_CMD[@]}"
+  ensure kube-scheduler "$SCHEDULER_PID" "$SCHEDULER_LOG" scheduler_healthy "$SCHEDULER_PORT" -- "${SCHEDULER_CMD[@]}"
   await kube-controller-manager "$CM_PID" "$CM_LOG" 60 cm_healthy
   await kube-scheduler "$SCHEDULER_PID" "$SCHEDULER_LOG" 60 scheduler_healthy
   # Pods in "default" need its service account and root CA config map, which

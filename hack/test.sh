@@ -33,7 +33,8 @@ step integration-containerd2 env CONTAINER_RUNTIME_ENDPOINT=unix:///run/containe
 # Cluster mode against a real control plane built from k8s.io/kubernetes.
 step vet-e2e go vet -tags e2e ./test/e2e/...
 step vet-e2e-rotation go vet -tags "e2e rotation" ./test/e2e/kubeadm/
-step cluster-tools bash hack/build-cluster-tools.sh etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubeadm csistandin
+# csistandin: test/e2e's CSI tests; metrics-server: the kubectl top test (TestKubectlTopThroughMetricsServer).
+step cluster-tools bash hack/build-cluster-tools.sh etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubeadm csistandin metrics-server
 # Metric families against the upstream kubelet, on the shared containerd
 # like the integration steps (both kubelets run one after the other).
 step upstream-kubelet bash hack/build-cluster-tools.sh kubelet-upstream

@@ -5,7 +5,10 @@
 #
 # Layout (root-owned, outside the repo so that it survives `git clean`):
 #   /var/lib/seed-kubelet/pki/            cluster CA, apiserver serving cert,
-#                                         service-account keys, client certs
+#                                         service-account keys, client certs;
+#                                         front-proxy CA and the apiserver's
+#                                         front-proxy client cert (aggregation
+#                                         layer, as kubeadm lays it out)
 #   /var/lib/seed-kubelet/kubeconfig/     controller-manager and scheduler
 #   /var/lib/seed-kubelet/nodes/NODE/     per-node kubeconfig, client and
 #                                         serving certs (make-node-credentials.sh)
@@ -57,14 +60,16 @@ new_key() {
 }
 
 # issue_cert NAME DIR SUBJECT KIND [SAN...]: DIR/NAME.key and DIR/NAME.crt,
-# signed by the cluster CA. KIND is client, server or both; SANs are
-# "DNS:name" or "IP:addr". Replaces a certificate that is missing, not signed
-# by the current CA, expiring within a day, or issued for another subject or
-# other SANs. Sets PKI_CHANGED=yes when it wrote a certificate.
+# signed by the cluster CA (or, with ISSUER=NAME in the environment, by the
+# CA PKI_DIR/NAME.crt, e.g. ISSUER=front-proxy-ca). KIND is client, server or
+# both; SANs are "DNS:name" or "IP:addr". Replaces a certificate that is
+# missing, not signed by the current CA, expiring within a day, or issued for
+# another subject or other SANs. Sets PKI_CHANGED=yes when it wrote a
+# certificate.
 issue_cert() {
   local name=$1 dir=$2 subject=$3 kind=$4
   shift 4
-  local key=${dir}/${name}.key crt=${dir}/${name}.crt eku san="" ext tmp
+  local key=${dir}/${name}.key crt=${dir}/${name}.crt eku san="" ext tmp ca=${PKI_DIR}/${ISSUER:-ca}
   case $kind in
   client) eku=clientAuth ;;
   server) eku=serverAuth ;;
@@ -90,7 +95,7 @@ issue_cert() {
   } >"$ext"
   tmp=${crt}.tmp
   openssl req -new -key "$key" -subj "$subject" 2>/dev/null |
-    openssl x509 -req -CA "${PKI_DIR}/ca.crt" -CAkey "${PKI_DIR}/ca.key" \
+    openssl x509 -req -CA "${ca}.crt" -CAkey "${ca}.key" \
       -set_serial "0x$(openssl rand -hex 16)" -days "$CERT_DAYS" -extfile "$ext" -out "$tmp" 2>/dev/null ||
     { rm -f "$ext" "$tmp"; die "openssl: could not issue ${crt}"; }
   rm -f "$ext"
@@ -100,10 +105,10 @@ issue_cert() {
 
 # cert_matches CRT SUBJECT SANS KEY: CRT is for SUBJECT and exactly SANS
 # (comma-separated "DNS:x"/"IP:y"), belongs to KEY, chains to the current
-# CA and is valid for at least another day.
+# CA (PKI_DIR/${ISSUER:-ca}.crt) and is valid for at least another day.
 cert_matches() {
   local crt=$1 subject=$2 san=$3 key=$4 got want
-  openssl verify -CAfile "${PKI_DIR}/ca.crt" "$crt" >/dev/null 2>&1 || return 1
+  openssl verify -CAfile "${PKI_DIR}/${ISSUER:-ca}.crt" "$crt" >/dev/null 2>&1 || return 1
   openssl x509 -in "$crt" -noout -checkend 86400 >/dev/null 2>&1 || return 1
   [[ $(openssl x509 -in "$crt" -noout -pubkey) == $(openssl pkey -in "$key" -pubout 2>/dev/null) ]] || return 1
   got=$(openssl x509 -in "$crt" -noout -subject -nameopt RFC2253 | sed 's/^subject=//')
@@ -121,22 +126,24 @@ subject_rfc2253() {
   tr '/' '\n' <<<"${1#/}" | tac | paste -sd, -
 }
 
-# ensure_ca: the cluster CA. Sets PKI_CHANGED=yes when it made a new one
+# ensure_ca [NAME CN]: the CA PKI_DIR/NAME.{crt,key} (default: the cluster
+# CA, ca, CN seed-kubelet-ca). Sets PKI_CHANGED=yes when it made a new one
 # (every certificate signed by the old one is then reissued on demand, see
 # issue_cert).
 ensure_ca() {
+  local ca=${PKI_DIR}/${1:-ca} cn=${2:-seed-kubelet-ca}
   mkdir -p "$PKI_DIR"
   chmod 700 "$PKI_DIR"
-  if [[ -f ${PKI_DIR}/ca.key && -f ${PKI_DIR}/ca.crt ]] &&
-    openssl x509 -in "${PKI_DIR}/ca.crt" -noout -checkend 86400 >/dev/null 2>&1; then
+  if [[ -f ${ca}.key && -f ${ca}.crt ]] &&
+    openssl x509 -in "${ca}.crt" -noout -checkend 86400 >/dev/null 2>&1; then
     return 0
   fi
-  new_key "${PKI_DIR}/ca.key"
-  openssl req -x509 -new -key "${PKI_DIR}/ca.key" -subj "/CN=seed-kubelet-ca" -days "$CA_DAYS" \
+  new_key "${ca}.key"
+  openssl req -x509 -new -key "${ca}.key" -subj "/CN=${cn}" -days "$CA_DAYS" \
     -addext "basicConstraints=critical,CA:TRUE" \
     -addext "keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign" \
-    -out "${PKI_DIR}/ca.crt.tmp" 2>/dev/null || die "openssl: could not create the CA"
-  mv -f "${PKI_DIR}/ca.crt.tmp" "${PKI_DIR}/ca.crt" || die "could not write ${PKI_DIR}/ca.crt"
+    -out "${ca}.crt.tmp" 2>/dev/null || die "openssl: could not create the CA ${cn}"
+  mv -f "${ca}.crt.tmp" "${ca}.crt" || die "could not write ${ca}.crt"
   PKI_CHANGED=yes
 }
 

@@ -36,7 +36,7 @@ type base struct {
 	// identity is the kubelet's client certificate (TLS bootstrap and
 	// rotation); nil in standalone mode.
 	identity *certificate.Client
-	recorder events.Recorder
+	recorder events.ProgressRecorder
 }
 
 // connect dials the runtime and waits until it answers, and connects to
@@ -60,7 +60,7 @@ func connect(ctx context.Context, o *options.Options, host hostInfo) (*base, err
 	klog.InfoS("Container runtime initialized", "containerRuntime", version.RuntimeName, "version", version.RuntimeVersion, "apiVersion", version.RuntimeApiVersion)
 	var api *clients
 	var identity *certificate.Client
-	var recorder events.Recorder = events.LogRecorder{}
+	var recorder events.ProgressRecorder = events.LogRecorder{}
 	if o.Flags.KubeConfig != "" {
 		if identity, err = startClientCertificate(ctx, o.Flags, cfg, host.nodeName, clk); err != nil {
 			client.Close()

@@ -6,7 +6,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/seed-kubelet/kubelet/internal/app/options"
@@ -61,12 +60,7 @@ func newClients(creds *rest.Config, cfg *kubeletconfig.KubeletConfiguration) (*c
 }
 
 // eventRecorder sends events to the API through client-go's broadcaster.
-func eventRecorder(ctx context.Context, client kubeclient.Interface, nodeName string) events.Recorder {
-	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(kubeclient.EventSink{Core: client.CoreV1()})
-	go func() {
-		<-ctx.Done()
-		b.Shutdown()
-	}()
+func eventRecorder(ctx context.Context, client kubeclient.Interface, nodeName string) events.ProgressRecorder {
+	b := kubeclient.NewEventBroadcaster(ctx, client.CoreV1())
 	return b.NewRecorder(kubeclient.Scheme, v1.EventSource{Component: "kubelet", Host: nodeName})
 }

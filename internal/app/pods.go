@@ -26,6 +26,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/runtime/credentialprovider"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/runtime/prober"
+	"github.com/seed-kubelet/kubelet/internal/runtime/pullprogress"
 	"github.com/seed-kubelet/kubelet/internal/sources"
 	"github.com/seed-kubelet/kubelet/internal/volume"
 )
@@ -67,10 +68,14 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	spec := criOptions(cfg, b.flags.RootDirectory, b.host, node.containers.CgroupV2())
 	// A resourceFieldRef to a missing limit reads the node's allocatable.
 	spec.NodeAllocatable = node.latest.Allocatable
+	progress, err := pullProgress(ctx, b)
+	if err != nil {
+		return nil, err
+	}
 	puller := kuberuntime.NewImagePuller(kuberuntime.ImageConfig{
 		Images: b.cri.Image, Clock: clk, Recorder: b.recorder,
 		SerializePulls: derefBool(cfg.SerializeImagePulls, true), MaxParallelPulls: int(derefInt32(cfg.MaxParallelImagePulls)),
-		QPS: derefInt32AsFloat(cfg.RegistryPullQPS), Burst: int(cfg.RegistryBurst),
+		QPS: derefInt32AsFloat(cfg.RegistryPullQPS), Burst: int(cfg.RegistryBurst), Progress: progress,
 	})
 	volCfg := volume.Config{PodsDir: b.host.podsDir, NodeName: b.host.nodeName, ResourceField: spec.ResourceFieldValue, NodeAllocatable: spec.NodeAllocatable,
 		RecursiveReadOnly: runtimeSupportsRRO(ctx, b.cri.Runtime)}
@@ -197,6 +202,23 @@ func runtimeSupportsRRO(ctx context.Context, rs runtimeapi.RuntimeServiceClient)
 		}
 		return false
 	})
+}
+
+// pullProgress reads the progress of image pulls from containerd's content
+// service on the image service socket (containerd serves it beside the CRI);
+// another runtime makes the first long pull find out, at -v=4, that it
+// cannot tell. The connection closes when ctx ends.
+func pullProgress(ctx context.Context, b *base) (*pullprogress.Reporter, error) {
+	endpoint := b.cfg.ImageServiceEndpoint
+	if endpoint == "" {
+		endpoint = b.cfg.ContainerRuntimeEndpoint
+	}
+	content, err := pullprogress.DialContainerd(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, func() { content.Close() })
+	return pullprogress.New(pullprogress.Config{Source: content, Recorder: b.recorder, Clock: b.clock}), nil
 }
 
 // sourcesReady reports whether every configured pod source has been seen.

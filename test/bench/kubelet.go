@@ -64,6 +64,8 @@ type kubelet struct {
 	Port        int
 	Verbosity   int
 	Endpoint    string
+	// ExtraArgs follow the common flags.
+	ExtraArgs []string
 
 	cmd     *exec.Cmd
 	started time.Time
@@ -136,8 +138,8 @@ podLogsDir: %s
 }
 
 func (k *kubelet) args() []string {
-	return []string{"--config", k.ConfigPath, "--root-dir", k.RootDir, "--hostname-override", k.NodeName,
-		"--v", strconv.Itoa(k.Verbosity)}
+	return append([]string{"--config", k.ConfigPath, "--root-dir", k.RootDir, "--hostname-override", k.NodeName,
+		"--v", strconv.Itoa(k.Verbosity)}, k.ExtraArgs...)
 }
 
 // start starts the process (it does not wait for it to be healthy).

@@ -43,6 +43,9 @@ type options struct {
 	oursUnstripped, upstreamUnstrip string
 	endpoint, image, workDir        string
 	runs, memPods, blocks           int
+	scrapePods, scrapes             int
+	scrapeRounds                    int
+	scrapeInterval                  time.Duration
 	memSettle                       time.Duration
 	verbosity                       int
 	phases                          map[string]bool
@@ -119,6 +122,7 @@ type flavorResult struct {
 	SizeUnstripped        int64
 	Start                 *startResult
 	Mem                   *memResult
+	Scrape                *scrapeResult
 }
 
 type rawResult struct {
@@ -156,7 +160,11 @@ func main() {
 	flag.IntVar(&o.memPods, "mem-pods", 30, "pods for the memory phase")
 	flag.DurationVar(&o.memSettle, "mem-settle", 30*time.Second, "wait after all pods run before reading memory")
 	flag.IntVar(&o.verbosity, "v", 2, "kubelet log verbosity (both)")
-	flag.StringVar(&phases, "phases", "raw,start,mem", "phases to run")
+	flag.IntVar(&o.scrapePods, "scrape-pods", 100, "pods for the scrape phase")
+	flag.IntVar(&o.scrapes, "scrapes", 20, "/metrics/cadvisor scrapes per round of the scrape phase")
+	flag.IntVar(&o.scrapeRounds, "scrape-rounds", 2, "rounds (an idle window, then a scraping window) of the scrape phase")
+	flag.DurationVar(&o.scrapeInterval, "scrape-interval", time.Second, "time between scrapes in the scrape phase")
+	flag.StringVar(&phases, "phases", "raw,start,mem", "phases to run (raw, start, mem, scrape)")
 	flag.StringVar(&o.jsonOut, "json", "", "write the results as JSON here")
 	flag.StringVar(&o.oursSource, "ours-source", "", "where our kubelet was built from (for the report)")
 	flag.StringVar(&o.runtimeLog, "runtime-log", "", "containerd's log (info level), to split start-up time between kubelet and runtime")
@@ -277,6 +285,15 @@ func main() {
 				fail(fl.Name+" memory", err)
 			}
 			flavors[i].Mem = r
+		}
+	}
+	if o.phases["scrape"] {
+		for i, fl := range fls {
+			r, err := runScrapePhase(c, fl, o)
+			if err != nil {
+				fail(fl.Name+" scrape", err)
+			}
+			flavors[i].Scrape = r
 		}
 	}
 	if o.phases["raw"] {

@@ -156,6 +156,38 @@ func markdown(res *results) string {
 		row(fmt.Sprintf("%d pods: CPU while idle (of one core)", pods), mem(func(m *memResult) string { return cpuPct(m.IdleCPU, m.Settle) }), "–")
 		row(fmt.Sprintf("%d pods: all manifests removed → all gone", pods), mem(func(m *memResult) string { return ms(m.StopAll) }), "–")
 	}
+	scrape := func(f func(*scrapeResult) string) func(*flavorResult) string {
+		return func(fr *flavorResult) string {
+			if fr.Scrape == nil || fr.Scrape.BusyCPU == 0 {
+				return "–"
+			}
+			return f(fr.Scrape)
+		}
+	}
+	pods = 0
+	for _, f := range res.Flavors {
+		if f.Scrape != nil {
+			pods = f.Scrape.Pods
+		}
+	}
+	if pods > 0 {
+		row(fmt.Sprintf("**%d pods: CPU per /metrics/cadvisor scrape** (less idle CPU)", pods), scrape(func(s *scrapeResult) string {
+			return fmt.Sprintf("**%.1f ms** (%d scrapes %v apart)", float64(s.PerScrape.Microseconds())/1000, s.Scrapes*s.Rounds, s.Interval)
+		}), "–")
+		row(fmt.Sprintf("%d pods: CPU per scrape, measured around each (all threads' schedstat; median / p90)", pods), scrape(func(s *scrapeResult) string {
+			return s.Direct.medP90()
+		}), "–")
+		row(fmt.Sprintf("**%d pods: allocations per scrape** (go_memstats on /metrics, less idle)", pods), scrape(func(s *scrapeResult) string {
+			return fmt.Sprintf("**%.0f allocations, %.1f MB**", s.AllocsPerScrape, s.BytesPerScrape/1e6)
+		}), "–")
+		row(fmt.Sprintf("%d pods: CPU while idle, same windows (of one core)", pods), scrape(func(s *scrapeResult) string {
+			return cpuPct(s.IdleCPU, time.Duration(s.Scrapes*s.Rounds)*s.Interval)
+		}), "–")
+		row(fmt.Sprintf("%d pods: one scrape: series, bytes, labelled containers", pods), scrape(func(s *scrapeResult) string {
+			return fmt.Sprintf("%d, %d, %d", s.Series, s.Bytes, s.Containers)
+		}), "–")
+		row(fmt.Sprintf("%d pods: scrape wall time", pods), scrape(func(s *scrapeResult) string { return s.Latency.medP90() }), "–")
+	}
 	row("**Binary size, stripped**", func(f *flavorResult) string { return "**" + mibBytes(f.SizeStripped) + "**" }, "–")
 	row("Binary size, as built", func(f *flavorResult) string { return mibBytes(f.SizeUnstripped) }, "–")
 

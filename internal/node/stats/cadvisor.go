@@ -68,6 +68,11 @@ type cadvisorState struct {
 	specs map[string]specSample
 	// images maps an image ID to its first repo tag (CRI ListImages).
 	images map[string]string
+	// files keeps the files every scrape reads open between scrapes.
+	files *fileCache
+	// mounts are the block-device mounts read at mountsAt.
+	mounts   []rootFilesystem
+	mountsAt time.Time
 	// sandboxImage is the runtime's sandbox image, asked once.
 	sandboxImage     string
 	sandboxImageRead bool
@@ -113,7 +118,13 @@ func (p *Provider) cadvisorScrape(ctx context.Context) *cadvisorScrape {
 		s.Err = true
 	}
 	s.Entries = entries
-	r := newReader()
+	files := p.cadvisor.files
+	if !files.acquire() {
+		files = nil // another scrape reads through it: read the plain way
+	} else {
+		defer files.release()
+	}
+	r := newReader(files)
 	s.Cgroups = make([]cgroupFull, 0, len(entries))
 	s.Procs = make([]processCounts, len(entries))
 	s.Networks = make([][]netDeviceFull, len(entries))
@@ -132,13 +143,13 @@ func (p *Provider) cadvisorScrape(ctx context.Context) *cadvisorScrape {
 		s.Cgroups = append(s.Cgroups, c)
 		s.Procs[i] = p.processCounts(r, e, now)
 		if e.NetPid > 0 {
-			if data, ok := r.read(p.procRoot, itoa(e.NetPid), "net", "dev"); ok {
+			if data, ok := r.keptFor(e.Name, p.procRoot, itoa(e.NetPid), "net", "dev"); ok {
 				s.Networks[i] = parseNetDevFull(data)
 				sort.Slice(s.Networks[i], func(a, b int) bool { return s.Networks[i][a].Name < s.Networks[i][b].Name })
 			}
 		}
 		if e.Root {
-			s.RootFs = readRootFilesystems(r, p.procRoot)
+			s.RootFs = readRootFilesystems(r, p.procRoot, p.cadvisor.blockMounts(r, p.procRoot, now))
 			s.Ulimit = readMaxOpenFiles(r, p.procRoot+"/1/limits")
 		}
 	}
@@ -190,6 +201,28 @@ func (st *cadvisorState) keepSpec(id string, spec cgroupSpec, now time.Time) {
 		st.specs = map[string]specSample{}
 	}
 	st.specs[id] = specSample{at: now, spec: spec}
+}
+
+// blockMounts returns the machine's block-device mounts, read from
+// mountinfo again at most every specSampleAge: a node with a hundred pods
+// has hundreds of mounts (each container's binds) and reading and parsing
+// them was a tenth of a scrape, for a list that changes when a disk is
+// mounted. (cAdvisor reads it once, when it starts.)
+func (st *cadvisorState) blockMounts(r *reader, procRoot string, now time.Time) []rootFilesystem {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.mounts != nil && now.Sub(st.mountsAt) < specSampleAge {
+		return st.mounts
+	}
+	data, ok := r.read(procRoot, "self", "mountinfo")
+	if !ok {
+		return nil
+	}
+	st.mounts, st.mountsAt = blockMounts(data), now
+	if st.mounts == nil {
+		st.mounts = []rootFilesystem{}
+	}
+	return st.mounts
 }
 
 // prune forgets what is kept of cgroups no longer exported.

@@ -2,7 +2,7 @@ package stats
 
 import (
 	"bytes"
-	"os"
+	"encoding/binary"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -53,39 +53,95 @@ type cgroupSpec struct {
 
 // reader reads small cgroup and procfs files with one buffer and plain
 // system calls: a scrape reads thousands of them, and os.ReadFile's
-// allocations and poller registration would double its cost.
-type reader struct{ buf, path []byte }
+// allocations and poller registration would double its cost. With a
+// fileCache (newReader's, when the scrape got it) the files every scrape
+// reads stay open between scrapes.
+type reader struct {
+	buf, path, key []byte
+	dents          []byte     // getdents buffer (countProcesses)
+	files          *fileCache // nil: open and close every file
+}
 
 // atFDCWD is AT_FDCWD (-100) as the system call takes it.
 var atFDCWD = func() uintptr { v := unix.AT_FDCWD; return uintptr(v) }()
 
-func newReader() *reader { return &reader{buf: make([]byte, 16<<10), path: make([]byte, 0, 512)} }
+func newReader(files *fileCache) *reader {
+	return &reader{buf: make([]byte, 16<<10), path: make([]byte, 0, 512), files: files}
+}
 
 // read returns the content of the file dir/name (dir alone when name is
 // ""), valid until the next read.
 func (r *reader) read(dir string, name ...string) ([]byte, bool) {
+	return r.readFile(false, false, "", dir, name...)
+}
+
+// keptFor is read for a file every scrape reads again, kept open in the
+// file cache for owner (a /proc/<pid> file for the sandbox that has that
+// pid: another sandbox that gets the pid later gets a file of its own).
+func (r *reader) keptFor(owner, dir string, name ...string) ([]byte, bool) {
+	return r.readFile(true, false, owner, dir, name...)
+}
+
+// cgroup reads the cgroup file dir/name like read, in one read system call
+// when it fits the buffer: the kernel renders a cgroup statistics or
+// configuration file as a single seq_file record, whole, so a read that
+// does not fill the buffer got all of it. (Not for cgroup.procs and
+// cgroup.threads, whose pids are records of their own.)
+func (r *reader) cgroup(dir, name string) ([]byte, bool) {
+	return r.readFile(false, true, "", dir, name)
+}
+
+// cgroupStat is cgroup for the statistics every scrape reads: kept open.
+func (r *reader) cgroupStat(dir, name string) ([]byte, bool) {
+	return r.readFile(true, true, "", dir, name)
+}
+
+func (r *reader) readFile(keep, single bool, owner, dir string, name ...string) ([]byte, bool) {
 	r.path = append(r.path[:0], dir...)
 	for _, n := range name {
 		r.path = append(append(r.path, '/'), n...)
 	}
+	r.key = append(append(append(r.key[:0], r.path...), 0), owner...)
+	key := r.key
 	r.path = append(r.path, 0)
+	keep = keep && r.files != nil
+	if keep {
+		if fd, ok := r.files.lookup(key); ok {
+			if data, ok := r.readAt(fd, single); ok {
+				return data, true
+			}
+			// Its cgroup was removed (ENODEV): the path may name a new one.
+			r.files.forget(key)
+		}
+	}
 	fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(&r.path[0])),
 		uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
 	if errno != 0 {
 		return nil, false
 	}
-	defer unix.Close(int(fd))
+	data, ok := r.readAt(int(fd), single)
+	if ok && keep && r.files.keep(key, int(fd)) {
+		return data, true
+	}
+	unix.Close(int(fd))
+	return data, ok
+}
+
+// readAt reads fd whole from offset 0 into the buffer (pread: a kept file
+// is rendered afresh by the kernel at each read from 0); single stops after
+// a read that did not fill the buffer (see cgroup).
+func (r *reader) readAt(fd int, single bool) ([]byte, bool) {
 	n := 0
 	for {
-		m, err := unix.Read(int(fd), r.buf[n:])
+		m, err := unix.Pread(fd, r.buf[n:], int64(n))
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			return nil, false
 		}
-		if m == 0 {
-			return r.buf[:n], true
+		if m == 0 || (single && n+m < len(r.buf)) {
+			return r.buf[:n+m], true
 		}
 		n += m
 		if n == len(r.buf) {
@@ -94,9 +150,17 @@ func (r *reader) read(dir string, name ...string) ([]byte, bool) {
 	}
 }
 
-// uint reads a single-value file; "max" and "-1" read as ok=false.
+// uint reads a single-value cgroup file; "max" and "-1" read as ok=false.
 func (r *reader) uint(dir, name string) (uint64, bool) {
-	data, ok := r.read(dir, name)
+	return parseUint(r.cgroup(dir, name))
+}
+
+// statUint is uint for the statistics every scrape reads (cgroupStat).
+func (r *reader) statUint(dir, name string) (uint64, bool) {
+	return parseUint(r.cgroupStat(dir, name))
+}
+
+func parseUint(data []byte, ok bool) (uint64, bool) {
 	if !ok {
 		return 0, false
 	}
@@ -142,9 +206,9 @@ func readFullV1(r *reader, cpuDir, acctDir, memDir, pidsDir string, root bool, n
 	c := cgroupFull{Time: now}
 	readSpec := spec == nil
 	if acctDir != "" {
-		if v, ok := r.uint(acctDir, "cpuacct.usage"); ok {
+		if v, ok := r.statUint(acctDir, "cpuacct.usage"); ok {
 			c.HasCPU, c.CPUTotal = true, v
-			if data, ok := r.read(acctDir, "cpuacct.stat"); ok {
+			if data, ok := r.cgroupStat(acctDir, "cpuacct.stat"); ok {
 				eachKV(data, func(k string, v uint64) {
 					switch k {
 					case "user":
@@ -160,7 +224,7 @@ func readFullV1(r *reader, cpuDir, acctDir, memDir, pidsDir string, root bool, n
 		}
 	}
 	if cpuDir != "" && c.HasCPU {
-		if data, ok := r.read(cpuDir, "cpu.stat"); ok {
+		if data, ok := r.cgroupStat(cpuDir, "cpu.stat"); ok {
 			eachKV(data, func(k string, v uint64) {
 				switch k {
 				case "nr_periods":
@@ -179,7 +243,7 @@ func readFullV1(r *reader, cpuDir, acctDir, memDir, pidsDir string, root bool, n
 		if readSpec {
 			c.Spec.CPUShares, _ = r.uint(cpuDir, "cpu.shares")
 			c.Spec.CPUPeriod, _ = r.uint(cpuDir, "cpu.cfs_period_us")
-			if data, ok := r.read(cpuDir, "cpu.cfs_quota_us"); ok {
+			if data, ok := r.cgroup(cpuDir, "cpu.cfs_quota_us"); ok {
 				if q, err := strconv.ParseInt(string(bytes.TrimSpace(data)), 10, 64); err == nil && q > 0 {
 					c.Spec.CPUQuota = q
 				}
@@ -187,15 +251,15 @@ func readFullV1(r *reader, cpuDir, acctDir, memDir, pidsDir string, root bool, n
 		}
 	}
 	if memDir != "" {
-		if v, ok := r.uint(memDir, "memory.usage_in_bytes"); ok {
+		if v, ok := r.statUint(memDir, "memory.usage_in_bytes"); ok {
 			c.HasMemory, c.MemUsage = true, v
-			c.MemMaxUsage, _ = r.uint(memDir, "memory.max_usage_in_bytes")
-			c.MemFailcnt, _ = r.uint(memDir, "memory.failcnt")
-			c.MemKernel, _ = r.uint(memDir, "memory.kmem.usage_in_bytes")
-			if data, ok := r.read(memDir, "memory.stat"); ok {
+			c.MemMaxUsage, _ = r.statUint(memDir, "memory.max_usage_in_bytes")
+			c.MemFailcnt, _ = r.statUint(memDir, "memory.failcnt")
+			c.MemKernel, _ = r.statUint(memDir, "memory.kmem.usage_in_bytes")
+			if data, ok := r.cgroupStat(memDir, "memory.stat"); ok {
 				applyFullMemoryStatV1(&c, data)
 			}
-			if data, ok := r.read(memDir, "memory.oom_control"); ok {
+			if data, ok := r.cgroupStat(memDir, "memory.oom_control"); ok {
 				eachKV(data, func(k string, v uint64) {
 					if k == "oom_kill" {
 						c.OOMKills = v
@@ -213,7 +277,7 @@ func readFullV1(r *reader, cpuDir, acctDir, memDir, pidsDir string, root bool, n
 		}
 	}
 	if pidsDir != "" && !root {
-		c.Threads, _ = r.uint(pidsDir, "pids.current")
+		c.Threads, _ = r.statUint(pidsDir, "pids.current")
 		if readSpec {
 			c.Spec.ThreadsMax, _ = r.uint(pidsDir, "pids.max")
 		}
@@ -260,7 +324,7 @@ func specLimit(v uint64, ok bool) uint64 {
 
 func readFullV2(r *reader, dir string, root bool, now time.Time, spec *cgroupSpec) (cgroupFull, bool) {
 	c := cgroupFull{Time: now}
-	if data, ok := r.read(dir, "cpu.stat"); ok {
+	if data, ok := r.cgroupStat(dir, "cpu.stat"); ok {
 		eachKV(data, func(k string, v uint64) {
 			switch k {
 			case "usage_usec":
@@ -286,13 +350,13 @@ func readFullV2(r *reader, dir string, root bool, now time.Time, spec *cgroupSpe
 		if w, ok := r.uint(dir, "cpu.weight"); ok {
 			c.Spec.CPUShares = weightToShares(w)
 		}
-		if data, ok := r.read(dir, "cpu.max"); ok {
+		if data, ok := r.cgroup(dir, "cpu.max"); ok {
 			c.Spec.CPUQuota, c.Spec.CPUPeriod = parseCPUMax(data)
 		}
 	} else if c.HasCPU {
 		c.Spec.CPUShares, c.Spec.CPUPeriod = 1024, 100000
 	}
-	if data, ok := r.read(dir, "memory.stat"); ok {
+	if data, ok := r.cgroupStat(dir, "memory.stat"); ok {
 		c.HasMemory = true
 		var slab uint64
 		eachKV(data, func(k string, v uint64) {
@@ -322,14 +386,14 @@ func readFullV2(r *reader, dir string, root bool, now time.Time, spec *cgroupSpe
 		}
 	}
 	if !root {
-		if v, ok := r.uint(dir, "memory.current"); ok {
+		if v, ok := r.statUint(dir, "memory.current"); ok {
 			c.HasMemory, c.MemUsage = true, v
 		}
-		c.MemMaxUsage, _ = r.uint(dir, "memory.peak")
-		if sw, ok := r.uint(dir, "memory.swap.current"); ok {
+		c.MemMaxUsage, _ = r.statUint(dir, "memory.peak")
+		if sw, ok := r.statUint(dir, "memory.swap.current"); ok {
 			c.MemSwap = sw
 		}
-		if data, ok := r.read(dir, "memory.events"); ok {
+		if data, ok := r.cgroupStat(dir, "memory.events"); ok {
 			eachKV(data, func(k string, v uint64) {
 				switch k {
 				case "max":
@@ -342,7 +406,7 @@ func readFullV2(r *reader, dir string, root bool, now time.Time, spec *cgroupSpe
 		c.Spec.MemLimit = specLimit(r.uint(dir, "memory.max"))
 		c.Spec.MemReservation = specLimit(r.uint(dir, "memory.low"))
 		c.Spec.MemSwapLimit = specLimit(r.uint(dir, "memory.swap.max"))
-		c.Threads, _ = r.uint(dir, "pids.current")
+		c.Threads, _ = r.statUint(dir, "pids.current")
 		c.Spec.ThreadsMax, _ = r.uint(dir, "pids.max")
 	}
 	c.Spec.Created = ctime(dir)
@@ -380,7 +444,10 @@ type processCounts struct {
 }
 
 // countProcesses counts the cgroup's processes and their open files and
-// sockets from cgroup.procs and /proc/<pid>/fd, as cAdvisor does.
+// sockets from cgroup.procs and /proc/<pid>/fd, as cAdvisor does. The root
+// cgroup holds most of the host's processes, thousands of descriptors: each
+// fd directory is opened once and read with getdents, and every entry's
+// link read relative to it, all into reused buffers.
 func countProcesses(r *reader, procsFile, procRoot string) processCounts {
 	var pc processCounts
 	data, ok := r.read(procsFile)
@@ -389,22 +456,59 @@ func countProcesses(r *reader, procsFile, procRoot string) processCounts {
 	}
 	pids := strings.Fields(string(data))
 	var link [64]byte
+	if r.dents == nil {
+		r.dents = make([]byte, 8<<10)
+	}
+	dents := r.dents
 	for _, pid := range pids {
 		pc.Processes++
-		fdDir := procRoot + "/" + pid + "/fd"
-		d, err := os.Open(fdDir)
+		dfd, err := unix.Open(procRoot+"/"+pid+"/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			continue
 		}
-		names, _ := d.Readdirnames(-1)
-		d.Close()
-		for _, n := range names {
-			pc.FDs++
-			m, err := unix.Readlink(fdDir+"/"+n, link[:])
-			if err == nil && bytes.HasPrefix(link[:m], []byte("socket:")) {
-				pc.Sockets++
+		for {
+			n, err := unix.Getdents(dfd, dents)
+			if err == unix.EINTR {
+				continue
 			}
+			if err != nil || n <= 0 {
+				break
+			}
+			eachDirent(dents[:n], func(name []byte) {
+				pc.FDs++
+				if isSocket(dfd, name, link[:]) {
+					pc.Sockets++
+				}
+			})
 		}
+		unix.Close(dfd)
 	}
 	return pc
+}
+
+// eachDirent calls f with the NUL-terminated name of every entry but "."
+// and ".." in a getdents64 buffer.
+func eachDirent(buf []byte, f func(name []byte)) {
+	for len(buf) >= 19 {
+		reclen := int(binary.NativeEndian.Uint16(buf[16:18]))
+		if reclen < 19 || reclen > len(buf) {
+			return
+		}
+		name := buf[19:reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i+1]
+			if s := name[:i]; !(len(s) == 1 && s[0] == '.') && !(len(s) == 2 && s[0] == '.' && s[1] == '.') {
+				f(name)
+			}
+		}
+		buf = buf[reclen:]
+	}
+}
+
+// isSocket reads the link name (NUL-terminated) in directory dfd: an open
+// socket reads "socket:[inode]".
+func isSocket(dfd int, name, link []byte) bool {
+	n, _, errno := unix.Syscall6(unix.SYS_READLINKAT, uintptr(dfd), uintptr(unsafe.Pointer(&name[0])),
+		uintptr(unsafe.Pointer(&link[0])), uintptr(len(link)), 0, 0)
+	return errno == 0 && bytes.HasPrefix(link[:n], []byte("socket:"))
 }

@@ -22,31 +22,37 @@ type cadvisorFamily struct {
 }
 
 // entryLabels holds the base labels of each entry (container, id, image,
-// name, namespace, pod: the upstream kubelet's label function) and a
-// scratch slice for merging extra labels in.
+// name, namespace, pod: the upstream kubelet's label function), rendered
+// once per scrape as the text between the braces, and scratch space for
+// merging extra labels in.
 type entryLabels struct {
-	base    [][]label
-	scratch []label
+	base     [][]label
+	rendered [][]byte
+	scratch  []label
+	buf      []byte
 }
 
 func newEntryLabels(es []cadvisorEntry) *entryLabels {
-	ls := &entryLabels{base: make([][]label, len(es)), scratch: make([]label, 0, 10)}
+	ls := &entryLabels{base: make([][]label, len(es)), rendered: make([][]byte, len(es)), scratch: make([]label, 0, 10)}
 	for i, e := range es {
 		ls.base[i] = []label{
 			{"container", escapeValue(e.Container)}, {"id", escapeValue(e.ID)}, {"image", escapeValue(e.Image)},
 			{"name", escapeValue(e.Name)}, {"namespace", escapeValue(e.Namespace)}, {"pod", escapeValue(e.Pod)},
 		}
+		ls.rendered[i] = appendLabels(nil, ls.base[i])
 	}
 	return ls
 }
 
-// with returns entry i's labels with extra (sorted) merged in.
-func (ls *entryLabels) with(i int, extra ...label) []label {
+// with returns entry i's labels, rendered, with extra (sorted) merged in;
+// valid until the next call.
+func (ls *entryLabels) with(i int, extra ...label) []byte {
 	if len(extra) == 0 {
-		return ls.base[i]
+		return ls.rendered[i]
 	}
 	ls.scratch = mergeLabels(ls.scratch, ls.base[i], extra)
-	return ls.scratch
+	ls.buf = appendLabels(ls.buf[:0], ls.scratch)
+	return ls.buf
 }
 
 func millis(t time.Time) int64 { return t.UnixMilli() }
@@ -60,7 +66,7 @@ func perCgroup(name, help, typ string, memory bool, v func(c *cgroupFull) float6
 			if (memory && !c.HasMemory) || (!memory && !c.HasCPU) {
 				continue
 			}
-			x.series(f.Name, ls.with(i), v(c), millis(c.Time))
+			x.seriesRendered(f.Name, ls.with(i), v(c), millis(c.Time))
 		}
 	}}
 }
@@ -79,7 +85,7 @@ func cfsFamily(name, help string, v func(c *cgroupFull) float64) cadvisorFamily 
 		for i := range s.Entries {
 			c := &s.Cgroups[i]
 			if c.HasCPU && c.Spec.CPUQuota != 0 {
-				x.series(f.Name, ls.with(i), v(c), millis(c.Time))
+				x.seriesRendered(f.Name, ls.with(i), v(c), millis(c.Time))
 			}
 		}
 	}}
@@ -93,7 +99,7 @@ func everyEntry(name, help, typ string, stamp bool, v func(s *cadvisorScrape, i 
 			if stamp {
 				ts = millis(s.Cgroups[i].Time)
 			}
-			x.series(f.Name, ls.with(i), v(s, i), ts)
+			x.seriesRendered(f.Name, ls.with(i), v(s, i), ts)
 		}
 	}}
 }
@@ -104,7 +110,7 @@ func specFamily(name, help string, cond func(c *cgroupFull) bool, v func(c *cgro
 		for i := range s.Entries {
 			c := &s.Cgroups[i]
 			if cond(c) {
-				x.series(f.Name, ls.with(i), v(c), 0)
+				x.seriesRendered(f.Name, ls.with(i), v(c), 0)
 			}
 		}
 	}}
@@ -116,7 +122,7 @@ func netFamily(name, help string, v func(d *netDeviceFull) uint64) cadvisorFamil
 		for i := range s.Entries {
 			for j := range s.Networks[i] {
 				d := &s.Networks[i][j]
-				x.series(f.Name, ls.with(i, label{"interface", escapeValue(d.Name)}), float64(v(d)), millis(s.Cgroups[i].Time))
+				x.seriesRendered(f.Name, ls.with(i, label{"interface", escapeValue(d.Name)}), float64(v(d)), millis(s.Cgroups[i].Time))
 			}
 		}
 	}}
@@ -131,7 +137,7 @@ func rootFsFamily(name, help, typ string, v func(fs *rootFilesystem) float64) ca
 			}
 			for j := range s.RootFs {
 				fs := &s.RootFs[j]
-				x.series(f.Name, ls.with(i, label{"device", escapeValue(fs.Device)}), v(fs), millis(s.Cgroups[i].Time))
+				x.seriesRendered(f.Name, ls.with(i, label{"device", escapeValue(fs.Device)}), v(fs), millis(s.Cgroups[i].Time))
 			}
 		}
 	}}
@@ -154,7 +160,7 @@ func memoryFailures() cadvisorFamily {
 					v    uint64
 				}{{"pgfault", c.PgFault}, {"pgmajfault", c.PgMajFault}} {
 					for _, scope := range []string{"container", "hierarchy"} {
-						x.series(f.Name, ls.with(i, label{"failure_type", ft.name}, label{"scope", scope}), float64(ft.v), millis(c.Time))
+						x.seriesRendered(f.Name, ls.with(i, label{"failure_type", ft.name}, label{"scope", scope}), float64(ft.v), millis(c.Time))
 					}
 				}
 			}
@@ -168,7 +174,7 @@ func tasksState() cadvisorFamily {
 		Write: func(x *expoWriter, f *cadvisorFamily, s *cadvisorScrape, ls *entryLabels) {
 			for i := range s.Entries {
 				for _, st := range []string{"iowaiting", "running", "sleeping", "stopped", "uninterruptible"} {
-					x.series(f.Name, ls.with(i, label{"state", st}), 0, millis(s.Cgroups[i].Time))
+					x.seriesRendered(f.Name, ls.with(i, label{"state", st}), 0, millis(s.Cgroups[i].Time))
 				}
 			}
 		}}
@@ -180,7 +186,7 @@ func cpuUsage() cadvisorFamily {
 			for i := range s.Entries {
 				c := &s.Cgroups[i]
 				if c.HasCPU && c.CPUTotal > 0 {
-					x.series(f.Name, ls.with(i, label{"cpu", "total"}), ns(c.CPUTotal), millis(c.Time))
+					x.seriesRendered(f.Name, ls.with(i, label{"cpu", "total"}), ns(c.CPUTotal), millis(c.Time))
 				}
 			}
 		}}
@@ -191,7 +197,7 @@ func ulimits() cadvisorFamily {
 		Write: func(x *expoWriter, f *cadvisorFamily, s *cadvisorScrape, ls *entryLabels) {
 			for i, e := range s.Entries {
 				if e.Root && s.Ulimit != 0 {
-					x.series(f.Name, ls.with(i, label{"ulimit", "max_open_files"}), float64(s.Ulimit), millis(s.Cgroups[i].Time))
+					x.seriesRendered(f.Name, ls.with(i, label{"ulimit", "max_open_files"}), float64(s.Ulimit), millis(s.Cgroups[i].Time))
 				}
 			}
 		}}

@@ -137,18 +137,21 @@ func unescapeMount(s string) string {
 }
 
 // readRootFilesystems sizes the machine's block-device filesystems and
-// joins their disk counters.
-func readRootFilesystems(r *reader, procRoot string) []rootFilesystem {
-	data, ok := r.read(procRoot, "self", "mountinfo")
-	if !ok {
-		return nil
+// joins their disk counters. mounts, when not nil, is the list of
+// blockMounts to size instead of reading mountinfo again.
+func readRootFilesystems(r *reader, procRoot string, mounts []rootFilesystem) []rootFilesystem {
+	if mounts == nil {
+		data, ok := r.read(procRoot, "self", "mountinfo")
+		if !ok {
+			return nil
+		}
+		mounts = blockMounts(data)
 	}
-	mounts := blockMounts(data)
 	disks := map[string]diskStats{}
 	if data, ok := r.read(procRoot, "diskstats"); ok {
 		disks = parseDiskstats(data)
 	}
-	out := mounts[:0]
+	out := make([]rootFilesystem, 0, len(mounts))
 	for _, m := range mounts {
 		fi, err := statFS(m.Mountpoint)
 		if err != nil {

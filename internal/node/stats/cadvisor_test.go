@@ -120,6 +120,7 @@ func newCadvisorFixture(t testing.TB) *cadvisorFixture {
 			Cores: 4, PhysicalCores: 2, Sockets: 1, MemoryBytes: 8 << 30},
 	})
 	f.p.procRoot = f.proc
+	t.Cleanup(f.p.cadvisor.files.closeAll)
 	return f
 }
 

@@ -12,9 +12,9 @@ import (
 // client_golang's encoder does: families sorted by name, each with HELP and
 // TYPE, values in the shortest 'g' form, timestamps in milliseconds.
 type expoWriter struct {
-	w   *bufio.Writer
-	num []byte
-	err error
+	w        *bufio.Writer
+	num, lbl []byte
+	err      error
 }
 
 func newExpoWriter(w io.Writer) *expoWriter {
@@ -46,29 +46,42 @@ type label struct{ Name, Value string }
 // series writes one sample; labels must be sorted by name; tsMillis 0
 // writes none.
 func (x *expoWriter) series(name string, labels []label, v float64, tsMillis int64) {
+	x.lbl = appendLabels(x.lbl[:0], labels)
+	x.seriesRendered(name, x.lbl, v, tsMillis)
+}
+
+// seriesRendered writes one sample whose labels are rendered already
+// (appendLabels): name="value" pairs, comma separated, without braces.
+func (x *expoWriter) seriesRendered(name string, labels []byte, v float64, tsMillis int64) {
 	x.w.WriteString(name)
 	if len(labels) > 0 {
 		x.w.WriteByte('{')
-		for i, l := range labels {
-			if i > 0 {
-				x.w.WriteByte(',')
-			}
-			x.w.WriteString(l.Name)
-			x.w.WriteString(`="`)
-			x.w.WriteString(l.Value)
-			x.w.WriteByte('"')
-		}
+		x.w.Write(labels)
 		x.w.WriteByte('}')
 	}
 	x.w.WriteByte(' ')
 	x.num = appendFloat(x.num[:0], v)
-	x.w.Write(x.num)
 	if tsMillis != 0 {
-		x.w.WriteByte(' ')
-		x.num = strconv.AppendInt(x.num[:0], tsMillis, 10)
-		x.w.Write(x.num)
+		x.num = append(x.num, ' ')
+		x.num = strconv.AppendInt(x.num, tsMillis, 10)
 	}
-	x.w.WriteByte('\n')
+	x.num = append(x.num, '\n')
+	x.w.Write(x.num)
+}
+
+// appendLabels renders labels (values escaped already) as the text
+// exposition format writes them between braces.
+func appendLabels(b []byte, labels []label) []byte {
+	for i, l := range labels {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, l.Name...)
+		b = append(b, `="`...)
+		b = append(b, l.Value...)
+		b = append(b, '"')
+	}
+	return b
 }
 
 // appendFloat formats v as client_golang's text encoder does.

@@ -34,13 +34,29 @@ type cgroupLayout hostinfo.Cgroups
 // when that controller is not mounted.
 func (l cgroupLayout) dir(controller, rel string) string {
 	if l.Unified {
-		return filepath.Join(l.Root, rel)
+		return joinCgroup(l.Root, rel)
 	}
 	m, ok := l.Mounts[controller]
 	if !ok {
 		return ""
 	}
-	return filepath.Join(m, rel)
+	return joinCgroup(m, rel)
+}
+
+// joinCgroup is filepath.Join(mount, rel), without its cleaning pass for
+// the clean absolute paths cgroups have (a scrape joins over a thousand).
+func joinCgroup(mount, rel string) string {
+	if mount == "" {
+		return filepath.Join(mount, rel)
+	}
+	if rel == "" || rel == "/" {
+		return filepath.Clean(mount)
+	}
+	if rel[0] != '/' || rel[len(rel)-1] == '/' || strings.Contains(rel, "//") || strings.Contains(rel, "/.") ||
+		mount == "/" || mount != filepath.Clean(mount) {
+		return filepath.Join(mount, rel)
+	}
+	return mount + rel
 }
 
 // exists reports whether cgroup rel exists (under the memory controller on v1).

@@ -327,3 +327,14 @@ func TestAccountingCgroup(t *testing.T) {
 		})
 	}
 }
+
+// joinCgroup is filepath.Join, faster for the paths cgroups have.
+func TestJoinCgroupIsJoin(t *testing.T) {
+	for _, m := range []string{"/sys/fs/cgroup/memory", "/sys/fs/cgroup/", "/", "", "rel/dir", "/a/../b"} {
+		for _, rel := range []string{"", "/", "/kubepods", "/kubepods/burstable/pod1/abc", "kubepods/x", "/a//b", "/a/./b", "/a/../b", "/a/", "/.hidden", "//"} {
+			if got, want := joinCgroup(m, rel), filepath.Join(m, rel); got != want {
+				t.Errorf("joinCgroup(%q, %q) = %q, want %q", m, rel, got, want)
+			}
+		}
+	}
+}

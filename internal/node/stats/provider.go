@@ -130,6 +130,7 @@ func New(cfg Config) *Provider {
 		created:   cfg.Clock.Now(),
 		rates:     newCPURates(minRateInterval, maxRateIdle),
 		sandboxes: map[string]sandboxInfo{},
+		cadvisor:  cadvisorState{files: newFileCache()},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/seed-kubelet/kubelet/internal/runtime/credentialprovider"
+	"github.com/seed-kubelet/kubelet/internal/runtime/imageref"
 )
 
 // ReasonFailedToRetrieveImagePullSecret is upstream's event reason for pull
@@ -50,7 +51,7 @@ func (s *Source) Credentials(ctx context.Context, pod *v1.Pod, image string) []*
 		s.recorder.Eventf(pod, v1.EventTypeWarning, ReasonFailedToRetrieveImagePullSecret,
 			"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(failed, ", "))
 	}
-	return ring.Lookup(credentialprovider.Repository(image))
+	return ring.Lookup(imageref.Repository(image))
 }
 
 // dockerConfigFromSecret parses a kubernetes.io/dockerconfigjson or

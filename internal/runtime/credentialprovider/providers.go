@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/seed-kubelet/kubelet/internal/runtime/imageref"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -163,7 +164,7 @@ func (s Sources) Lookup(ctx context.Context, pod *v1.Pod, image string) ([]*runt
 	if s.PullSecrets != nil {
 		out = append(out, s.PullSecrets(ctx, pod, image)...)
 	}
-	repo := Repository(image)
+	repo := imageref.Repository(image)
 	if s.Node != nil {
 		out = append(out, s.Node.Lookup(repo)...)
 	}

@@ -43,6 +43,17 @@ type ImageConfig struct {
 	Burst int
 	// PullTimeout bounds one pull; zero means none beyond ctx.
 	PullTimeout time.Duration
+	// Progress, when set, updates the Pulling event while a pull runs.
+	Progress PullProgress
+}
+
+// PullProgress reports how a pull goes while it runs
+// (pullprogress.Reporter).
+type PullProgress interface {
+	// Watch starts reporting on the pull of image for pod, announced by a
+	// Pulling event with message; stop ends it before the pull's outcome
+	// is recorded.
+	Watch(pod *v1.Pod, image, message string) (stop func())
 }
 
 // ImagePuller makes sure a container's image is present, by its pull policy,
@@ -151,7 +162,8 @@ func pullKey(pod *v1.Pod, image string) string { return string(pod.UID) + "/" + 
 
 func (p *ImagePuller) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, sandbox *runtimeapi.PodSandboxConfig, lookup PullCredentials) (string, error) {
 	image := spec.Image
-	p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Pulling, "Pulling image %q", image)
+	pulling := fmt.Sprintf("Pulling image %q", image)
+	p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Pulling, "%s", pulling)
 	if p.limiter != nil && !p.limiter.TryAccept() {
 		// As upstream, whose throttled image service fails the pull after
 		// the Pulling event.
@@ -173,36 +185,50 @@ func (p *ImagePuller) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.Im
 		ctx, cancel = context.WithTimeout(ctx, p.cfg.PullTimeout)
 		defer cancel()
 	}
-	var lastErr, credsErr error
 	var creds []*runtimeapi.AuthConfig
+	var credsErr error
 	if lookup != nil {
 		creds, credsErr = lookup(ctx, pod, image)
 	}
-	// Try anonymous first when no credentials, else each credential in turn.
+	stopProgress := func() {}
+	if p.cfg.Progress != nil {
+		stopProgress = p.cfg.Progress.Watch(pod, image, pulling)
+	}
+	resp, err := p.pullWithCreds(ctx, spec, sandbox, creds)
+	stopProgress()
+	if err != nil {
+		if credsErr != nil {
+			// Say why credentials may be missing (a failed plugin).
+			err = fmt.Errorf("%w (%v)", err, credsErr)
+		}
+		klog.V(2).InfoS("Image pull failed", "pod", klog.KObj(pod), "image", image, "err", err)
+		p.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Failed to pull image %q: %v", image, err)
+		return "", fmt.Errorf("%w: failed to pull and unpack image %q: %v", ErrImagePull, image, err)
+	}
+	size := ""
+	if st, err := p.cfg.Images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec}); err == nil && st.GetImage() != nil {
+		size = fmt.Sprintf(" Image size: %d bytes.", st.GetImage().GetSize())
+	}
+	now := p.cfg.Clock.Now()
+	p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Pulled, "Successfully pulled image %q in %v (%v including waiting).%s",
+		image, now.Sub(started).Round(time.Millisecond), now.Sub(queued).Round(time.Millisecond), size)
+	return resp.GetImageRef(), nil
+}
+
+// pullWithCreds pulls anonymously when there are no credentials, else with
+// each credential in turn until one works; it returns the last error.
+func (p *ImagePuller) pullWithCreds(ctx context.Context, spec *runtimeapi.ImageSpec, sandbox *runtimeapi.PodSandboxConfig, creds []*runtimeapi.AuthConfig) (*runtimeapi.PullImageResponse, error) {
 	auths := creds
 	if len(auths) == 0 {
 		auths = []*runtimeapi.AuthConfig{nil}
 	}
+	var lastErr error
 	for _, auth := range auths {
 		resp, err := p.cfg.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec, Auth: auth, SandboxConfig: sandbox})
 		if err == nil {
-			ref := resp.GetImageRef()
-			size := ""
-			if st, err := p.cfg.Images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec}); err == nil && st.GetImage() != nil {
-				size = fmt.Sprintf(" Image size: %d bytes.", st.GetImage().GetSize())
-			}
-			now := p.cfg.Clock.Now()
-			p.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.Pulled, "Successfully pulled image %q in %v (%v including waiting).%s",
-				image, now.Sub(started).Round(time.Millisecond), now.Sub(queued).Round(time.Millisecond), size)
-			return ref, nil
+			return resp, nil
 		}
 		lastErr = err
 	}
-	if credsErr != nil {
-		// Say why credentials may be missing (a failed plugin).
-		lastErr = fmt.Errorf("%w (%v)", lastErr, credsErr)
-	}
-	klog.V(2).InfoS("Image pull failed", "pod", klog.KObj(pod), "image", image, "err", lastErr)
-	p.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Failed to pull image %q: %v", image, lastErr)
-	return "", fmt.Errorf("%w: failed to pull and unpack image %q: %v", ErrImagePull, image, lastErr)
+	return nil, lastErr
 }

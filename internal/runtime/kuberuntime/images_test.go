@@ -231,3 +231,56 @@ func TestSerializedPullCancelled(t *testing.T) {
 		t.Fatalf("pull with the slot free: %v", err)
 	}
 }
+
+// progressLog records what the puller asks of its PullProgress in one
+// sequence with the events sent so far.
+type progressLog struct {
+	log    *[]string
+	events func() []string
+}
+
+func (p progressLog) note(what string) {
+	for _, ev := range p.events() {
+		*p.log = append(*p.log, "event "+strings.Fields(ev)[1])
+	}
+	*p.log = append(*p.log, what)
+}
+
+func (p progressLog) Watch(pod *v1.Pod, image, message string) func() {
+	p.note("watch " + pod.Name + " " + image + ": " + message)
+	return func() { p.note("stop " + image) }
+}
+
+// A pull is watched for progress from its start (after the Pulling event)
+// until it ends, before Pulled or Failed is recorded; no pull, no watch.
+func TestImagePullProgressWatched(t *testing.T) {
+	var log []string
+	var e *env
+	e = newEnv(t, func(_ *Config, ic *ImageConfig) {
+		ic.Progress = progressLog{log: &log, events: func() []string { return e.events() }}
+	})
+	e.cri.Images.SetFakeImages([]string{"present"})
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
+	p := progressLog{log: &log, events: e.events}
+	for _, tc := range []struct {
+		image string
+		err   error
+		want  []string
+	}{
+		{image: "big:1", want: []string{"event Pulling", `watch p big:1: Pulling image "big:1"`, "stop big:1", "event Pulled"}},
+		{image: "gone:1", err: errors.New("404"), want: []string{"event Pulling", `watch p gone:1: Pulling image "gone:1"`, "stop gone:1", "event Failed"}},
+		{image: "present", want: []string{"event Pulled"}},
+	} {
+		log = nil
+		if tc.err != nil {
+			e.cri.Images.InjectError("PullImage", tc.err)
+		}
+		if _, err := e.m.puller.EnsureImage(e.ctx, pod, &v1.Container{Name: "c", Image: tc.image}, nil, nil); (err != nil) != (tc.err != nil) {
+			t.Fatalf("%s: error %v", tc.image, err)
+		}
+		p.note("end")
+		if want := append(tc.want, "end"); !reflect.DeepEqual(log, want) {
+			t.Errorf("%s: %q, want %q", tc.image, log, want)
+		}
+	}
+}
