@@ -10,6 +10,7 @@ import (
 
 	"github.com/seed-kubelet/kubelet/internal/api/server"
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/localobjects"
 	"github.com/seed-kubelet/kubelet/internal/node/containergc"
 	"github.com/seed-kubelet/kubelet/internal/node/eviction"
 	"github.com/seed-kubelet/kubelet/internal/node/nodelease"
@@ -68,6 +69,14 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 		Syncer: p.syncer, Clock: clk, ResyncInterval: cfg.SyncFrequency.Duration, BackOffPeriod: workerBackOff,
 		OnTerminated: func(pod *v1.Pod) { p.statuses.Kick(pod.UID) },
 	})
+	if p.objects != nil {
+		// A pod waiting for a local object (FailedMount,
+		// CreateContainerConfigError) starts the moment it appears, and an
+		// edit reaches the mounted files at once.
+		p.objects.Subscribe(func(changed []localobjects.Key) {
+			workers.SyncIf(func(pod *v1.Pod) bool { return localobjects.References(pod, changed) })
+		})
+	}
 	containerGC := containergc.New(containergc.Config{
 		Runtime: b.cri.Runtime, Clock: clk, Policy: containerGCPolicy(b.flags), SourcesReady: p.sourcesReady,
 		Pods:       containergc.PodStateOf(containergc.PodStateConfig{Pods: p.pods, Workers: workers, Statuses: p.statuses}),

@@ -7,8 +7,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/seed-kubelet/kubelet/internal/localobjects"
 	"github.com/seed-kubelet/kubelet/internal/node/imagegc"
 	"github.com/seed-kubelet/kubelet/internal/node/logrotate"
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
@@ -37,6 +39,8 @@ type podParts struct {
 	// sources is the mux of the configured sources (sourceNames).
 	sources     *sources.PodConfig
 	sourceNames sets.Set[string]
+	// objects are the local ConfigMaps and Secrets; nil in cluster mode.
+	objects *localobjects.Store
 }
 
 // newPodParts builds the pod manager, the status manager, the runtime
@@ -57,9 +61,17 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	spec.NodeAllocatable = node.latest.Allocatable
 	volCfg := volume.Config{PodsDir: b.host.podsDir, NodeName: b.host.nodeName, ResourceField: spec.ResourceFieldValue, NodeAllocatable: spec.NodeAllocatable}
 	var creds kuberuntime.PullCredentials
+	var objects *localobjects.Store
 	if inputs != nil {
 		spec.EnvSource, creds, volCfg.Sources = inputs, inputs.Credentials, inputs
 		volCfg.Tokens = podinputs.NewTokens(podinputs.TokensConfig{Request: podinputs.ClientTokenRequester(b.api.main), Clock: clk})
+	} else {
+		// Standalone: config maps and secrets are the node's local objects.
+		objects = localobjects.NewStore(localobjects.StoreConfig{Sources: []string{sources.FileSource, localObjectsSource}, Clock: clk})
+		spec.EnvSource, volCfg.Sources = objects, objects
+		creds = func(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig {
+			return podinputs.PullSecretCredentials(ctx, objects, b.recorder, pod, image)
+		}
 	}
 	volumes := volume.New(volCfg)
 	lrc, err := logRotationSettings(cfg)
@@ -101,27 +113,45 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	if mirrors != nil {
 		syncCfg.Mirrors = mirrors
 	}
-	podCfg, names := startSources(ctx, b)
+	podCfg, names := startSources(ctx, b, objects)
 	return &podParts{
 		pods: pods, statuses: statuses, mirrors: mirrors, runtime: runtimeMgr, probes: probes, syncer: podsync.New(syncCfg),
-		logRotation: logRotation, imageGC: imageGC, sources: podCfg, sourceNames: names,
+		logRotation: logRotation, imageGC: imageGC, sources: podCfg, sourceNames: names, objects: objects,
 	}, nil
 }
 
 // sourcesReady reports whether every configured pod source has been seen.
 func (p *podParts) sourcesReady() bool { return p.sources.SeenAllSources(p.sourceNames) }
 
+// localObjectsSource names the --local-objects-dir source in the Store.
+const localObjectsSource = "local-objects-dir"
+
 // startSources starts every configured pod source (file, URL, API
 // server) feeding one mux, and returns it with the names of the sources.
-func startSources(ctx context.Context, b *base) (*sources.PodConfig, sets.Set[string]) {
+// With objects (standalone mode) the file sources read ConfigMaps and
+// Secrets into it too, and the pods may reference them.
+func startSources(ctx context.Context, b *base, objects *localobjects.Store) (*sources.PodConfig, sets.Set[string]) {
 	cfg, nodeName, clk := b.cfg, b.host.nodeName, b.clock
 	podCfg := sources.NewPodConfig(sources.MuxConfig{Context: ctx, Clock: clk})
 	names := sets.New[string]()
+	objectsOf := func(source string) func([]localobjects.Entry) {
+		if objects == nil {
+			return nil
+		}
+		return func(e []localobjects.Entry) { objects.Set(source, e) }
+	}
 	if cfg.StaticPodPath != "" {
 		names.Insert(sources.FileSource)
 		go sources.RunFileSource(ctx, sources.FileSourceConfig{
 			Path: cfg.StaticPodPath, NodeName: nodeName, Period: cfg.FileCheckFrequency.Duration,
 			Clock: clk, Out: podCfg.Channel(sources.FileSource),
+			LocalObjects: objects != nil, Objects: objectsOf(sources.FileSource),
+		})
+	}
+	if dir := b.flags.LocalObjectsDir; dir != "" && objects != nil {
+		go sources.RunFileSource(ctx, sources.FileSourceConfig{
+			Path: dir, NodeName: nodeName, Period: cfg.FileCheckFrequency.Duration,
+			Clock: clk, ObjectsOnly: true, Objects: objectsOf(localObjectsSource),
 		})
 	}
 	if cfg.StaticPodURL != "" {
@@ -129,7 +159,7 @@ func startSources(ctx context.Context, b *base) (*sources.PodConfig, sets.Set[st
 		go sources.RunURLSource(ctx, sources.URLSourceConfig{
 			URL: cfg.StaticPodURL, Header: cfg.StaticPodURLHeader, NodeName: nodeName,
 			Period: cfg.HTTPCheckFrequency.Duration, Client: &http.Client{Timeout: 10 * time.Second},
-			Clock: clk, Out: podCfg.Channel(sources.HTTPSource),
+			Clock: clk, Out: podCfg.Channel(sources.HTTPSource), LocalObjects: objects != nil,
 		})
 	}
 	if api := b.apiClient(); api != nil {

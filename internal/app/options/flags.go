@@ -51,6 +51,13 @@ type KubeletFlags struct {
 	// MaxContainerCount is --maximum-dead-containers (negative: no limit).
 	MaxContainerCount int32
 
+	// Ours, beyond upstream (standalone mode only; flags because
+	// KubeletConfiguration v1beta1 is upstream's strict schema).
+
+	// LocalObjectsDir is --local-objects-dir: a directory of ConfigMap and
+	// Secret manifests for static pods, read besides staticPodPath.
+	LocalObjectsDir string
+
 	// The following are parsed but not honoured yet (see UnsupportedFlags).
 
 	// CloudProvider is --cloud-provider.
@@ -141,6 +148,8 @@ func addFlagOnlyFlags(fs *pflag.FlagSet, f *KubeletFlags) {
 	fs.StringVar(&f.RuntimeCgroups, "runtime-cgroups", f.RuntimeCgroups, "Absolute name of the cgroup the container runtime is expected to run in.")
 	fs.StringVar(&f.ImageCredentialProviderConfig, "image-credential-provider-config", f.ImageCredentialProviderConfig, "Path to a credential provider plugin config file, or a directory of them.")
 	fs.StringVar(&f.ImageCredentialProviderBinDir, "image-credential-provider-bin-dir", f.ImageCredentialProviderBinDir, "Directory holding credential provider plugin binaries.")
+
+	fs.StringVar(&f.LocalObjectsDir, "local-objects-dir", f.LocalObjectsDir, "Standalone mode only (not an upstream flag): a directory of ConfigMap and Secret manifests that static pods may reference, read besides those in staticPodPath (which are always read in standalone mode).")
 
 	fs.DurationVar(&f.MinimumGCAge, "minimum-container-ttl-duration", f.MinimumGCAge, "Minimum age of a finished container before it is garbage collected.")
 	fs.Int32Var(&f.MaxPerPodContainerCount, "maximum-dead-containers-per-container", f.MaxPerPodContainerCount, "Maximum number of old instances kept per container; negative keeps all.")

@@ -84,6 +84,9 @@ func validateFlags(f *KubeletFlags) field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("--node-ip"), f.NodeIP, msg))
 		}
 	}
+	if f.LocalObjectsDir != "" && f.KubeConfig != "" {
+		errs = append(errs, field.Invalid(field.NewPath("--local-objects-dir"), f.LocalObjectsDir, "local ConfigMaps and Secrets are for standalone mode only (no --kubeconfig): in a cluster they come from the API server"))
+	}
 	if f.ExitOnLockContention && f.LockFilePath == "" {
 		errs = append(errs, field.Required(field.NewPath("--lock-file"), "needed by --exit-on-lock-contention"))
 	}
