@@ -1,4 +1,5 @@
 // Package events owns the kubelet's event reasons and the small Recorder
 // interface components use to emit them. In standalone mode events go to the
-// log; in cluster mode client-go's recorder satisfies the same interface.
+// log and to a bounded Ring (the API server's event shape, for the local
+// API); in cluster mode client-go's recorder satisfies the same interface.
 package events
