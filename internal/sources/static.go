@@ -3,7 +3,6 @@ package sources
 import (
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/seed-kubelet/kubelet/internal/pods/podspec"
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
@@ -64,17 +64,25 @@ func parseManifest(data []byte, o staticOrigin) decoded {
 // kubelet's annotations, API defaults, and validation the API server would
 // otherwise have done. It mutates pod in place.
 func prepareStaticPod(pod *v1.Pod, o staticOrigin) error {
+	if errs := checkStaticPod(pod, o); len(errs) > 0 {
+		return fmt.Errorf("invalid pod: %w", errs.ToAggregate())
+	}
+	return nil
+}
+
+// checkStaticPod is prepareStaticPod, with the problems as field errors.
+func checkStaticPod(pod *v1.Pod, o staticOrigin) field.ErrorList {
 	if pod.Name == "" {
-		return errors.New("invalid pod: metadata.name is required")
+		return field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")}
 	}
 	if pod.UID == "" {
 		uid, err := staticPodUID(pod, o)
 		if err != nil {
-			return err
+			return field.ErrorList{field.InternalError(field.NewPath("metadata", "uid"), err)}
 		}
 		pod.UID = uid
 	}
-	pod.Name = staticPodName(pod.Name, o.NodeName)
+	pod.Name = StaticPodName(pod.Name, o.NodeName)
 	if pod.Namespace == "" {
 		pod.Namespace = metav1.NamespaceDefault
 	}
@@ -97,16 +105,33 @@ func prepareStaticPod(pod *v1.Pod, o staticOrigin) error {
 
 	podspec.SetDefaults(pod)
 	if errs := podspec.Validate(pod); len(errs) > 0 {
-		return fmt.Errorf("invalid pod: %w", errs.ToAggregate())
+		return errs
 	}
 	if resource := apiObjectReference(pod, o.LocalObjects); resource != "" {
-		return fmt.Errorf("static pods may not reference %s", resource)
+		return field.ErrorList{field.Forbidden(field.NewPath("spec"), "static pods may not reference "+resource)}
 	}
 	return nil
 }
 
-// staticPodName makes a pod name unique among nodes.
-func staticPodName(name, nodeName string) string {
+// PrepareManifestPod returns the pod the file source makes of pod when it
+// reads it from the manifest file location (on nodeName, at now, with
+// local object references allowed or not), and the field errors that make
+// the source refuse it. pod is not modified.
+func PrepareManifestPod(pod *v1.Pod, nodeName, location string, localObjects bool, now time.Time) (*v1.Pod, field.ErrorList) {
+	out := pod.DeepCopy()
+	out.TypeMeta = metav1.TypeMeta{}
+	errs := checkStaticPod(out, staticOrigin{NodeName: nodeName, Source: FileSource, Location: location, Now: now, LocalObjects: localObjects})
+	return out, errs
+}
+
+// ManifestPodName is the name a manifest gives the static pod the kubelet
+// runs as name on nodeName, if name is such a pod's name.
+func ManifestPodName(name, nodeName string) (string, bool) {
+	return strings.CutSuffix(name, "-"+strings.ToLower(nodeName))
+}
+
+// StaticPodName makes a pod name unique among nodes.
+func StaticPodName(name, nodeName string) string {
 	return name + "-" + strings.ToLower(nodeName)
 }
 

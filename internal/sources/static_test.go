@@ -110,7 +110,7 @@ func TestPrepareStaticPodRejects(t *testing.T) {
 		pod     *v1.Pod
 		wantErr string
 	}{
-		{name: "missing name", pod: &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "nginx"}}}}, wantErr: "metadata.name is required"},
+		{name: "missing name", pod: &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "nginx"}}}}, wantErr: "metadata.name: Required value"},
 		{
 			name:    "validation errors are reported with their field paths",
 			pod:     &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}},
@@ -136,8 +136,8 @@ func TestPrepareStaticPodRejects(t *testing.T) {
 }
 
 func TestStaticPodName(t *testing.T) {
-	if got := staticPodName("web", "Node-1.Example"); got != "web-node-1.example" {
-		t.Errorf("staticPodName = %q, want web-node-1.example", got)
+	if got := StaticPodName("web", "Node-1.Example"); got != "web-node-1.example" {
+		t.Errorf("StaticPodName = %q, want web-node-1.example", got)
 	}
 }
 
