@@ -49,7 +49,10 @@ type loopParts struct {
 	stats       *stats.Provider
 	eviction    *eviction.Manager
 	dispatcher  *syncloop.Dispatcher
-	servers     serverConfig
+	// handler is what the sync loop calls: the dispatcher, telling the
+	// local API of pod changes in standalone mode.
+	handler syncloop.Handler
+	servers serverConfig
 	// cluster is nil in standalone mode.
 	cluster *clusterParts
 }
@@ -67,7 +70,7 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 	cfg, clk := b.cfg, b.clock
 	workers := podworkers.New(ctx, podworkers.Config{
 		Syncer: p.syncer, Clock: clk, ResyncInterval: cfg.SyncFrequency.Duration, BackOffPeriod: workerBackOff,
-		OnTerminated: func(pod *v1.Pod) { p.statuses.Kick(pod.UID) },
+		OnTerminated: func(pod *v1.Pod) { p.statuses.Kick(pod.UID); p.changed.poke() },
 	})
 	if p.objects != nil {
 		// A pod waiting for a local object (FailedMount,
@@ -117,11 +120,23 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 		cluster = newClusterParts(b, node, p, workers, source, nodeStatusWake(ctx, b.identity, evictionMgr.ConditionsChanged()))
 		dc.Mirrors, dc.StatusChanged, dc.Reject = p.mirrors, p.statuses.Kick, cluster.targets.Reject
 	}
+	dispatcher := syncloop.NewDispatcher(dc)
+	var handler syncloop.Handler = dispatcher
+	var local *localAPIConfig
+	if cluster == nil {
+		handler = notifying{Dispatcher: dispatcher, changed: p.changed}
+		local = &localAPIConfig{
+			workers: workers, objects: p.objects, podsChanged: p.changed, static: node.static,
+			nodeSource: nodestatus.NewSource(nodestatus.SourceConfig{
+				Static: node.static, Runtime: b.cri.Runtime, Images: b.cri.Image, PLEG: plegLoop, Pressure: evictionMgr,
+			}),
+		}
+	}
 	return &loopParts{
 		b: b, pods: p, workers: workers, containerGC: containerGC, pleg: plegLoop, health: health,
-		stats: statsProvider, eviction: evictionMgr, dispatcher: syncloop.NewDispatcher(dc), cluster: cluster,
+		stats: statsProvider, eviction: evictionMgr, dispatcher: dispatcher, handler: handler, cluster: cluster,
 		servers: serverConfig{
-			pods: p.pods, statuses: p.statuses, runtime: p.runtime, stats: statsProvider, node: node.latest,
+			pods: p.pods, statuses: p.statuses, runtime: p.runtime, stats: statsProvider, node: node.latest, local: local,
 			checks: []server.HealthCheck{
 				{Name: "ping", Check: func() error { return nil }},
 				{Name: "pleg", Check: plegLoop.HealthCheck},
@@ -201,5 +216,5 @@ func (l *loopParts) run(ctx context.Context) {
 	syncloop.Run(ctx, syncloop.Channels{
 		Config: l.pods.sources.Updates(), PLEG: l.pleg.Events(), Probes: l.pods.probes.Updates(),
 		Sync: syncTicker.C(), Housekeeping: hkTicker.C(),
-	}, l.dispatcher)
+	}, l.handler)
 }

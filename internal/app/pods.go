@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -41,6 +42,9 @@ type podParts struct {
 	sourceNames sets.Set[string]
 	// objects are the local ConfigMaps and Secrets; nil in cluster mode.
 	objects *localobjects.Store
+	// changed is poked when the pods or their statuses may have changed
+	// (for the local API); nil in cluster mode.
+	changed podsChanged
 }
 
 // newPodParts builds the pod manager, the status manager, the runtime
@@ -49,7 +53,13 @@ type podParts struct {
 func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, error) {
 	cfg, clk := b.cfg, b.clock
 	pods := podmanager.NewManager()
-	statuses := statusmanager.NewManager(nil)
+	var changed podsChanged
+	var onStatus func(types.UID)
+	if b.api == nil {
+		changed = make(podsChanged, 1)
+		onStatus = func(types.UID) { changed.poke() }
+	}
+	statuses := statusmanager.NewManager(onStatus)
 	var inputs *podinputs.Source
 	var mirrors *mirror.Manager
 	if b.api != nil {
@@ -116,7 +126,7 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	podCfg, names := startSources(ctx, b, objects)
 	return &podParts{
 		pods: pods, statuses: statuses, mirrors: mirrors, runtime: runtimeMgr, probes: probes, syncer: podsync.New(syncCfg),
-		logRotation: logRotation, imageGC: imageGC, sources: podCfg, sourceNames: names, objects: objects,
+		logRotation: logRotation, imageGC: imageGC, sources: podCfg, sourceNames: names, objects: objects, changed: changed,
 	}, nil
 }
 

@@ -31,6 +31,8 @@ type serverConfig struct {
 	stats    *stats.Provider
 	// node holds the addresses a requested serving certificate is for.
 	node *nodestatus.Latest
+	// local is what the local API reads; nil in cluster mode.
+	local *localAPIConfig
 }
 
 // startServers starts the healthz port, the read-only port and the
@@ -78,6 +80,9 @@ func startServers(ctx context.Context, b *base, s serverConfig) error {
 			ContentionProfiling: cfg.EnableContentionProfiling,
 			Flags:               derefBool(cfg.EnableDebugFlagsHandler, true),
 		},
+	}
+	if err := startLocalAPI(ctx, b, s, logsCfg, apiCfg); err != nil {
+		return err
 	}
 	if cfg.ReadOnlyPort > 0 {
 		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.ReadOnlyPort)))
