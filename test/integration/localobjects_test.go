@@ -20,8 +20,9 @@ func configMapManifest(name, key, value string) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  %s: %q\n", name, key, value)
 }
 
-// readerPod mounts config map cfg and secret creds, reads a key of each into
-// env, and prints what it sees.
+// readerPod mounts config map cfg and secret creds (each alone and both in
+// one projected volume), reads a key of each into env, and prints what it
+// sees.
 func readerPod(name string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
@@ -33,7 +34,7 @@ spec:
   - name: main
     image: %s
     imagePullPolicy: IfNotPresent
-    command: ["sh", "-c", "echo env=$GREETING/$PASSWORD; cat /cfg/greeting; echo; cat /creds/password; echo; sleep 3600"]
+    command: ["sh", "-c", "echo env=$GREETING/$PASSWORD; cat /cfg/greeting; echo; cat /creds/password; echo; echo projected=$(cat /all/greeting)/$(cat /all/pw); sleep 3600"]
     env:
     - name: GREETING
       valueFrom: {configMapKeyRef: {name: cfg, key: greeting}}
@@ -42,11 +43,17 @@ spec:
     volumeMounts:
     - {name: cfg, mountPath: /cfg}
     - {name: creds, mountPath: /creds}
+    - {name: all, mountPath: /all}
   volumes:
   - name: cfg
     configMap: {name: cfg}
   - name: creds
     secret: {secretName: creds}
+  - name: all
+    projected:
+      sources:
+      - configMap: {name: cfg}
+      - secret: {name: creds, items: [{key: password, path: pw}]}
 `, name, framework.BusyboxImage)
 }
 
@@ -71,7 +78,8 @@ func TestLocalObjectsFeedVolumesAndEnv(t *testing.T) {
 	p := k.WaitForPod("reader", podTimeout, "running", running)
 	framework.Eventually(t, 10*time.Second, 100*time.Millisecond, "the pod's output", func() (bool, error) {
 		out := containerLog(t, p)
-		return strings.Contains(out, "env=hello/s3cret") && strings.Contains(out, " hello\n") && strings.Contains(out, " s3cret\n"), fmt.Errorf("log %q", out)
+		return strings.Contains(out, "env=hello/s3cret") && strings.Contains(out, " hello\n") && strings.Contains(out, " s3cret\n") &&
+			strings.Contains(out, "projected=hello/s3cret"), fmt.Errorf("log %q", out)
 	})
 
 	// An edit of the ConfigMap reaches the mounted file at once (the store
