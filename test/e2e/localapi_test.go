@@ -207,6 +207,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 func TestKubectlDrivesAStandaloneNode(t *testing.T) {
 	n := standaloneWithLocalAPI(t)
 	n.WriteManifest("web.yaml", localPod("web", "echo started; i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.2; done"))
+	n.WriteManifest("crash.yaml", localPod("crash", "echo attempt-$(cat /proc/uptime); sleep 1; exit 3"))
 
 	// get pods -w sees an applied pod go Pending to Running.
 	watch, stopWatch := n.lines("get", "pods", "-w")
@@ -251,6 +252,33 @@ func TestKubectlDrivesAStandaloneNode(t *testing.T) {
 		return i >= at+3
 	})
 	stopFollow()
+
+	// attach to the running container's output.
+	attached, stopAttach := n.lines("attach", "web")
+	waitLine(t, attached, 30*time.Second, "a tick through attach", func(l string) bool { return strings.HasPrefix(l, "tick ") })
+	stopAttach()
+
+	// label and field selectors.
+	if out := n.mustKubectl("get", "pods", "--field-selector", "metadata.name=web", "--no-headers"); !strings.HasPrefix(out, "web ") || strings.Count(out, "\n") != 1 {
+		t.Errorf("get pods --field-selector metadata.name=web: %q", out)
+	}
+	if out, err := n.kubectl("get", "pods", "-l", "app=none"); err != nil || out != "" {
+		t.Errorf("get pods -l app=none: %q %v", out, err)
+	}
+
+	// logs --previous: the crashed container's output, not the current one's.
+	eventually(t, time.Minute, "crash restarted", func() (bool, error) {
+		out, err := n.kubectl("get", "pod", "crash", "-o", "jsonpath={.status.containerStatuses[0].restartCount}")
+		return out != "" && out != "0", fmt.Errorf("%q %v", out, err)
+	})
+	prev := n.mustKubectl("logs", "crash", "--previous")
+	if !strings.HasPrefix(prev, "attempt-") || strings.Count(prev, "\n") != 1 {
+		t.Errorf("logs --previous: %q", prev)
+	}
+	eventually(t, 30*time.Second, "the current crash container's output", func() (bool, error) {
+		cur, err := n.kubectl("logs", "crash")
+		return strings.HasPrefix(cur, "attempt-") && cur != prev, fmt.Errorf("current %q previous %q %v", cur, prev, err)
+	})
 
 	// exec, exec -it through a pty (its exit code comes back).
 	if out := n.mustKubectl("exec", "web", "--", "sh", "-c", "echo in-$(hostname)"); out != "in-web-"+n.NodeName+"\n" {
