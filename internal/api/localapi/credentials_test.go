@@ -62,6 +62,32 @@ func TestCredentialsServeOnlyTheirClient(t *testing.T) {
 		t.Fatal("a client without a certificate was served")
 	}
 
+	// The admin certificate of another node's local API (another CA) is
+	// refused, and so is this server's own serving pair used as a client.
+	other, err := EnsureCredentials(CredentialsConfig{Dir: filepath.Join(t.TempDir(), "other"), Address: ln.Addr().String(), Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCfg, err := clientcmd.BuildConfigFromFlags("", other.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverCert, _ := os.ReadFile(filepath.Join(dir, "server.crt"))
+	serverKey, _ := os.ReadFile(filepath.Join(dir, "server.key"))
+	for name, pair := range map[string][2][]byte{
+		"another node's admin": {otherCfg.TLSClientConfig.CertData, otherCfg.TLSClientConfig.KeyData},
+		"the serving pair":     {serverCert, serverKey},
+	} {
+		tc, err := clientTLS(cfg.TLSClientConfig.CAData, pair[0], pair[1])
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if resp, err := (&http.Client{Transport: &http.Transport{TLSClientConfig: tc}}).Get(cfg.Host + "/"); err == nil {
+			resp.Body.Close()
+			t.Errorf("a client with %s certificate was served", name)
+		}
+	}
+
 	// A restart keeps the CA and the admin pair (kubeconfigs handed out
 	// stay valid).
 	ca1, _ := os.ReadFile(filepath.Join(dir, "ca.crt"))
