@@ -12,13 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// objects is a compute function over a settable set of config maps.
+// objects is a compute function over a settable set of config maps, in
+// name order (as the server's compute functions list them).
 type objects struct{ data map[string]string }
 
 func (o *objects) compute() []runtime.Object {
 	var out []runtime.Object
-	for name, v := range o.data {
-		out = append(out, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Data: map[string]string{"v": v}})
+	for _, name := range sortedKeys(o.data) {
+		out = append(out, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Data: map[string]string{"v": o.data[name]}})
 	}
 	return out
 }
