@@ -37,6 +37,9 @@ type base struct {
 	// rotation); nil in standalone mode.
 	identity *certificate.Client
 	recorder events.ProgressRecorder
+	// events keeps the recent events in standalone mode (the recorder);
+	// nil in cluster mode, where they go to the API server.
+	events *events.Ring
 }
 
 // connect dials the runtime and waits until it answers, and connects to
@@ -60,8 +63,10 @@ func connect(ctx context.Context, o *options.Options, host hostInfo) (*base, err
 	klog.InfoS("Container runtime initialized", "containerRuntime", version.RuntimeName, "version", version.RuntimeVersion, "apiVersion", version.RuntimeApiVersion)
 	var api *clients
 	var identity *certificate.Client
-	var recorder events.ProgressRecorder = events.LogRecorder{}
+	ring := events.NewRing(events.RingConfig{NodeName: host.nodeName, Clock: clk})
+	var recorder events.ProgressRecorder = ring
 	if o.Flags.KubeConfig != "" {
+		ring = nil
 		if identity, err = startClientCertificate(ctx, o.Flags, cfg, host.nodeName, clk); err != nil {
 			client.Close()
 			return nil, err
@@ -73,7 +78,7 @@ func connect(ctx context.Context, o *options.Options, host hostInfo) (*base, err
 		recorder = eventRecorder(ctx, api.events, host.nodeName)
 	}
 	return &base{cfg: cfg, flags: o.Flags, host: host, clock: clk, metrics: m, cri: client, version: version,
-		api: api, identity: identity, recorder: recorder}, nil
+		api: api, identity: identity, recorder: recorder, events: ring}, nil
 }
 
 // apiClient is the main API client, nil in standalone mode.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seed-kubelet/kubelet/internal/api/server"
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/localobjects"
 	"github.com/seed-kubelet/kubelet/internal/node/containergc"
 	"github.com/seed-kubelet/kubelet/internal/node/eviction"
 	"github.com/seed-kubelet/kubelet/internal/node/nodelease"
@@ -51,7 +52,10 @@ type loopParts struct {
 	// shutdown is nil unless graceful node shutdown is configured.
 	shutdown   *shutdown.Manager
 	dispatcher *syncloop.Dispatcher
-	servers    serverConfig
+	// handler is what the sync loop calls: the dispatcher, telling the
+	// local API of pod changes in standalone mode.
+	handler syncloop.Handler
+	servers serverConfig
 	// cluster is nil in standalone mode.
 	cluster *clusterParts
 }
@@ -69,8 +73,16 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 	cfg, clk := b.cfg, b.clock
 	workers := podworkers.New(ctx, podworkers.Config{
 		Syncer: p.syncer, Clock: clk, ResyncInterval: cfg.SyncFrequency.Duration, BackOffPeriod: workerBackOff,
-		OnTerminated: func(pod *v1.Pod) { p.statuses.Kick(pod.UID) },
+		OnTerminated: func(pod *v1.Pod) { p.statuses.Kick(pod.UID); p.changed.poke() },
 	})
+	if p.objects != nil {
+		// A pod waiting for a local object (FailedMount,
+		// CreateContainerConfigError) starts the moment it appears, and an
+		// edit reaches the mounted files at once.
+		p.objects.Subscribe(func(changed []localobjects.Key) {
+			workers.SyncIf(func(pod *v1.Pod) bool { return localobjects.References(pod, changed) })
+		})
+	}
 	containerGC := containergc.New(containergc.Config{
 		Runtime: b.cri.Runtime, Clock: clk, Policy: containerGCPolicy(b.flags), SourcesReady: p.sourcesReady,
 		Pods:       containergc.PodStateOf(containergc.PodStateConfig{Pods: p.pods, Workers: workers, Statuses: p.statuses}),
@@ -124,11 +136,23 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 		cluster = newClusterParts(b, node, p, workers, nodestatus.NewSource(sc), wake)
 		dc.Mirrors, dc.StatusChanged, dc.Reject = p.mirrors, p.statuses.Kick, cluster.targets.Reject
 	}
+	dispatcher := syncloop.NewDispatcher(dc)
+	var handler syncloop.Handler = dispatcher
+	var local *localAPIConfig
+	if cluster == nil {
+		handler = notifying{Dispatcher: dispatcher, changed: p.changed}
+		local = &localAPIConfig{
+			workers: workers, objects: p.objects, podsChanged: p.changed, static: node.static,
+			nodeSource: nodestatus.NewSource(nodestatus.SourceConfig{
+				Static: node.static, Runtime: b.cri.Runtime, Images: b.cri.Image, PLEG: plegLoop, Pressure: evictionMgr,
+			}),
+		}
+	}
 	return &loopParts{
 		b: b, pods: p, workers: workers, containerGC: containerGC, pleg: plegLoop, health: health,
-		stats: statsProvider, eviction: evictionMgr, shutdown: shutdownMgr, dispatcher: syncloop.NewDispatcher(dc), cluster: cluster,
+		stats: statsProvider, eviction: evictionMgr, shutdown: shutdownMgr, dispatcher: dispatcher, handler: handler, cluster: cluster,
 		servers: serverConfig{
-			pods: p.pods, statuses: p.statuses, runtime: p.runtime, stats: statsProvider, node: node.latest,
+			pods: p.pods, statuses: p.statuses, runtime: p.runtime, stats: statsProvider, node: node.latest, local: local,
 			collectors: p.credentialPlugins.Collectors(),
 			checks: []server.HealthCheck{
 				{Name: "ping", Check: func() error { return nil }},
@@ -234,5 +258,5 @@ func (l *loopParts) run(ctx context.Context) {
 	syncloop.Run(ctx, syncloop.Channels{
 		Config: l.pods.sources.Updates(), PLEG: l.pleg.Events(), Probes: l.pods.probes.Updates(),
 		Sync: syncTicker.C(), Housekeeping: hkTicker.C(),
-	}, l.dispatcher)
+	}, l.handler)
 }

@@ -10,11 +10,13 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/seed-kubelet/kubelet/internal/kubeclient"
+	"github.com/seed-kubelet/kubelet/internal/localobjects"
 	"github.com/seed-kubelet/kubelet/internal/node/imagegc"
 	"github.com/seed-kubelet/kubelet/internal/node/logrotate"
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
@@ -49,6 +51,11 @@ type podParts struct {
 	// sources is the mux of the configured sources (sourceNames).
 	sources     *sources.PodConfig
 	sourceNames sets.Set[string]
+	// objects are the local ConfigMaps and Secrets; nil in cluster mode.
+	objects *localobjects.Store
+	// changed is poked when the pods or their statuses may have changed
+	// (for the local API); nil in cluster mode.
+	changed podsChanged
 }
 
 // newPodParts builds the pod manager, the status manager, the runtime
@@ -58,7 +65,13 @@ type podParts struct {
 func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, error) {
 	cfg, clk := b.cfg, b.clock
 	pods := podmanager.NewManager()
-	statuses := statusmanager.NewManager(nil)
+	var changed podsChanged
+	var onStatus func(types.UID)
+	if b.api == nil {
+		changed = make(podsChanged, 1)
+		onStatus = func(types.UID) { changed.poke() }
+	}
+	statuses := statusmanager.NewManager(onStatus)
 	var inputs *podinputs.Source
 	var mirrors *mirror.Manager
 	if b.api != nil {
@@ -81,9 +94,17 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 		RecursiveReadOnly: runtimeSupportsRRO(ctx, b.cri.Runtime)}
 	creds := credentialprovider.Sources{Node: credentialprovider.NewNodeKeyring(b.flags.RootDirectory, clk)}
 	var tokens *podinputs.Tokens
+	var objects *localobjects.Store
 	if inputs != nil {
 		tokens = podinputs.NewTokens(podinputs.TokensConfig{Request: podinputs.ClientTokenRequester(b.api.main), Clock: clk})
 		spec.EnvSource, creds.PullSecrets, volCfg.Sources, volCfg.Tokens = inputs, inputs.Credentials, inputs, tokens
+	} else {
+		// Standalone: config maps and secrets are the node's local objects.
+		objects = localobjects.NewStore(localobjects.StoreConfig{Sources: []string{sources.FileSource, localObjectsSource}, Clock: clk})
+		spec.EnvSource, volCfg.Sources = objects, objects
+		creds.PullSecrets = func(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig {
+			return podinputs.PullSecretCredentials(ctx, objects, b.recorder, pod, image)
+		}
 	}
 	plugins, err := credentialPlugins(b, tokens)
 	if err != nil {
@@ -140,11 +161,11 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	if mirrors != nil {
 		syncCfg.Mirrors = mirrors
 	}
-	podCfg, names := startSources(ctx, b)
+	podCfg, names := startSources(ctx, b, objects)
 	return &podParts{
 		pods: pods, statuses: statuses, mirrors: mirrors, runtime: runtimeMgr, probes: probes, syncer: podsync.New(syncCfg),
 		logRotation: logRotation, imageGC: imageGC, sources: podCfg, sourceNames: names, credentialPlugins: creds.Plugins,
-		volumes: volumes, storage: store,
+		volumes: volumes, storage: store, objects: objects, changed: changed,
 	}, nil
 }
 
@@ -224,17 +245,35 @@ func pullProgress(ctx context.Context, b *base) (*pullprogress.Reporter, error) 
 // sourcesReady reports whether every configured pod source has been seen.
 func (p *podParts) sourcesReady() bool { return p.sources.SeenAllSources(p.sourceNames) }
 
+// localObjectsSource names the --local-objects-dir source in the Store.
+const localObjectsSource = "local-objects-dir"
+
 // startSources starts every configured pod source (file, URL, API
 // server) feeding one mux, and returns it with the names of the sources.
-func startSources(ctx context.Context, b *base) (*sources.PodConfig, sets.Set[string]) {
+// With objects (standalone mode) the file sources read ConfigMaps and
+// Secrets into it too, and the pods may reference them.
+func startSources(ctx context.Context, b *base, objects *localobjects.Store) (*sources.PodConfig, sets.Set[string]) {
 	cfg, nodeName, clk := b.cfg, b.host.nodeName, b.clock
 	podCfg := sources.NewPodConfig(sources.MuxConfig{Context: ctx, Clock: clk})
 	names := sets.New[string]()
+	objectsOf := func(source string) func([]localobjects.Entry) {
+		if objects == nil {
+			return nil
+		}
+		return func(e []localobjects.Entry) { objects.Set(source, e) }
+	}
 	if cfg.StaticPodPath != "" {
 		names.Insert(sources.FileSource)
 		go sources.RunFileSource(ctx, sources.FileSourceConfig{
 			Path: cfg.StaticPodPath, NodeName: nodeName, Period: cfg.FileCheckFrequency.Duration,
 			Clock: clk, Out: podCfg.Channel(sources.FileSource),
+			LocalObjects: objects != nil, Objects: objectsOf(sources.FileSource),
+		})
+	}
+	if dir := b.flags.LocalObjectsDir; dir != "" && objects != nil {
+		go sources.RunFileSource(ctx, sources.FileSourceConfig{
+			Path: dir, NodeName: nodeName, Period: cfg.FileCheckFrequency.Duration,
+			Clock: clk, ObjectsOnly: true, Objects: objectsOf(localObjectsSource),
 		})
 	}
 	if cfg.StaticPodURL != "" {
@@ -242,7 +281,7 @@ func startSources(ctx context.Context, b *base) (*sources.PodConfig, sets.Set[st
 		go sources.RunURLSource(ctx, sources.URLSourceConfig{
 			URL: cfg.StaticPodURL, Header: cfg.StaticPodURLHeader, NodeName: nodeName,
 			Period: cfg.HTTPCheckFrequency.Duration, Client: &http.Client{Timeout: 10 * time.Second},
-			Clock: clk, Out: podCfg.Channel(sources.HTTPSource),
+			Clock: clk, Out: podCfg.Channel(sources.HTTPSource), LocalObjects: objects != nil,
 		})
 	}
 	if api := b.apiClient(); api != nil {

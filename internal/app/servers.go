@@ -33,6 +33,8 @@ type serverConfig struct {
 	node *nodestatus.Latest
 	// collectors are extra /metrics families (credential provider plugins).
 	collectors []prometheus.Collector
+	// local is what the local API reads; nil in cluster mode.
+	local *localAPIConfig
 }
 
 // startServers starts the healthz port, the read-only port and the
@@ -80,6 +82,9 @@ func startServers(ctx context.Context, b *base, s serverConfig) error {
 			ContentionProfiling: cfg.EnableContentionProfiling,
 			Flags:               derefBool(cfg.EnableDebugFlagsHandler, true),
 		},
+	}
+	if err := startLocalAPI(ctx, b, s, logsCfg, apiCfg); err != nil {
+		return err
 	}
 	if cfg.ReadOnlyPort > 0 {
 		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.ReadOnlyPort)))

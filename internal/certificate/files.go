@@ -4,7 +4,14 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+
+	"github.com/seed-kubelet/kubelet/internal/atomicfile"
 )
+
+// writeFileAtomic replaces path with data (atomicfile.Write).
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	return atomicfile.Write(path, data, mode)
+}
 
 // fileExists reports whether path exists (following links); other stat
 // errors are returned.

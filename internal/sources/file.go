@@ -13,9 +13,12 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/localobjects"
 )
 
 // DefaultCheckPeriod is how often sources relist when no period is given
@@ -35,8 +38,19 @@ type FileSourceConfig struct {
 	// Clock drives the relists and stamps config.seen. Defaults to the real clock.
 	Clock clock.Clock
 	// Out receives a full snapshot of the source's pods after every relist.
-	// Required.
+	// Required unless ObjectsOnly.
 	Out chan<- []*v1.Pod
+	// LocalObjects (standalone mode) lets the pods reference the node's
+	// local ConfigMaps and Secrets; without it such references make a pod
+	// invalid, as upstream.
+	LocalObjects bool
+	// Objects, when set (standalone mode), receives the valid ConfigMaps
+	// and Secrets found at Path after every relist, before the pods leave
+	// on Out; when nil such documents make a manifest invalid, as upstream.
+	Objects func([]localobjects.Entry)
+	// ObjectsOnly reads ConfigMaps and Secrets alone (a local objects
+	// directory): pods found there are reported and ignored.
+	ObjectsOnly bool
 }
 
 func (c FileSourceConfig) validate() error {
@@ -47,8 +61,11 @@ func (c FileSourceConfig) validate() error {
 	if c.NodeName == "" {
 		errs = append(errs, errors.New("node name is required"))
 	}
-	if c.Out == nil {
+	if c.Out == nil && !c.ObjectsOnly {
 		errs = append(errs, errors.New("output channel is required"))
+	}
+	if c.ObjectsOnly && c.Objects == nil {
+		errs = append(errs, errors.New("an objects-only source needs Objects"))
 	}
 	if c.Period < 0 {
 		errs = append(errs, fmt.Errorf("period %v is negative", c.Period))
@@ -75,12 +92,16 @@ func RunFileSource(ctx context.Context, cfg FileSourceConfig) {
 		cfg.Clock = clock.RealClock{}
 	}
 	s := &fileSource{
-		path:     filepath.Clean(cfg.Path),
-		nodeName: cfg.NodeName,
-		clock:    cfg.Clock,
-		out:      cfg.Out,
-		lastGood: map[string][]*v1.Pod{},
-		logged:   map[string]string{},
+		path:         filepath.Clean(cfg.Path),
+		nodeName:     cfg.NodeName,
+		clock:        cfg.Clock,
+		out:          cfg.Out,
+		localObjects: cfg.LocalObjects,
+		objects:      cfg.Objects,
+		objectsOnly:  cfg.ObjectsOnly,
+		lastGood:     map[string][]*v1.Pod{},
+		lastGoodObjs: map[string]map[localobjects.Key]runtime.Object{},
+		logged:       map[string]string{},
 	}
 	klog.InfoS("Starting static pod file source", "path", s.path, "period", cfg.Period)
 
@@ -147,8 +168,14 @@ type fileSource struct {
 	watcher  *fsnotify.Watcher // nil when watching is unavailable
 	watched  string            // the directory being watched, "" if none
 
+	localObjects bool
+	objects      func([]localobjects.Entry)
+	objectsOnly  bool
+
 	// lastGood holds, per manifest file, the pods of its last successful read.
 	lastGood map[string][]*v1.Pod
+	// lastGoodObjs holds, per manifest file, the objects last used from it.
+	lastGoodObjs map[string]map[localobjects.Key]runtime.Object
 	// logged holds, per path, the problem last logged, so a manifest that
 	// stays broken is reported once rather than at every relist.
 	logged map[string]string
@@ -234,16 +261,32 @@ func (s *fileSource) relist(ctx context.Context, fromWatch bool) bool {
 		s.missing = false
 	}
 
-	o := staticOrigin{NodeName: s.nodeName, Source: FileSource, Now: s.clock.Now()}
+	o := staticOrigin{NodeName: s.nodeName, Source: FileSource, Now: s.clock.Now(), LocalObjects: s.localObjects, ReadObjects: s.objects != nil}
 	results := readManifests(files, o)
+	if s.objectsOnly {
+		ignorePods(results)
+	}
 	pods, good, problems := assembleSnapshot(results, s.lastGood, fromWatch)
 	for path, reason := range skipped {
 		problems[path] = manifestProblem{err: errors.New(reason)}
 	}
 	s.lastGood = good
+	var entries []localobjects.Entry
+	if s.objects != nil {
+		var objProblems map[string]error
+		entries, s.lastGoodObjs, objProblems = assembleObjects(results, s.lastGoodObjs, fromWatch)
+		addObjectProblems(problems, objProblems)
+	}
 	s.logProblems(problems)
-	klog.V(4).InfoS("Static pod file source relisted", "path", s.path, "files", len(files), "pods", len(pods), "fromWatch", fromWatch)
+	klog.V(4).InfoS("Static pod file source relisted", "path", s.path, "files", len(files), "pods", len(pods), "objects", len(entries), "fromWatch", fromWatch)
 
+	if s.objects != nil {
+		// Objects first: a new pod finds the objects of the same relist.
+		s.objects(entries)
+	}
+	if s.objectsOnly {
+		return ctx.Err() == nil
+	}
 	select {
 	case s.out <- pods:
 		return true
@@ -272,9 +315,12 @@ func (s *fileSource) logProblems(problems map[string]manifestProblem) {
 			continue
 		}
 		s.logged[path] = key
-		if p.keptLastGood {
+		switch {
+		case p.keptLastGood:
 			klog.ErrorS(p.err, "Invalid static pod manifest; keeping the pods it last defined until the next full relist", "path", path)
-		} else {
+		case p.documentsOnly:
+			klog.ErrorS(p.err, "Skipping invalid documents of manifest", "path", path)
+		default:
 			klog.ErrorS(p.err, "Skipping static pod manifest", "path", path)
 		}
 	}
@@ -325,7 +371,10 @@ func listManifestFiles(path string) (files []string, skipped map[string]string, 
 type manifestResult struct {
 	path string
 	pods []*v1.Pod
-	err  error
+	// err fails the file's pods (and everything in it when unreadable).
+	err        error
+	unreadable bool
+	objects    []objectDoc
 }
 
 // readManifests reads and parses every file. A file that vanished since it
@@ -338,13 +387,13 @@ func readManifests(files []string, o staticOrigin) []manifestResult {
 			continue
 		}
 		if err != nil {
-			results = append(results, manifestResult{path: path, err: err})
+			results = append(results, manifestResult{path: path, err: err, unreadable: true})
 			continue
 		}
 		fo := o
 		fo.Location = path
-		pods, err := parseStaticPods(data, fo)
-		results = append(results, manifestResult{path: path, pods: pods, err: err})
+		d := parseManifest(data, fo)
+		results = append(results, manifestResult{path: path, pods: d.pods, err: d.err, objects: d.objects})
 	}
 	return results
 }
@@ -354,6 +403,9 @@ type manifestProblem struct {
 	err error
 	// keptLastGood says the manifest's previous pods were used instead.
 	keptLastGood bool
+	// documentsOnly says only some ConfigMap or Secret documents were
+	// left out; the rest of the manifest is used.
+	documentsOnly bool
 }
 
 // assembleSnapshot merges per-file results, in the given (name) order, into
@@ -400,4 +452,111 @@ func assembleSnapshot(results []manifestResult, lastGood map[string][]*v1.Pod, k
 		}
 	}
 	return pods, good, problems
+}
+
+// ignorePods drops the pods of an objects-only source's manifests,
+// reporting them (ConfigMaps and Secrets are still used).
+func ignorePods(results []manifestResult) {
+	for i := range results {
+		r := &results[i]
+		if r.unreadable {
+			continue
+		}
+		switch {
+		case errors.Is(r.err, errNoObjects):
+			r.err = errors.New("no ConfigMap or Secret found")
+		case r.err != nil:
+			r.err = fmt.Errorf("%w (only ConfigMaps and Secrets are read here)", r.err)
+		case len(r.pods) > 0:
+			r.err = fmt.Errorf("%d pod(s) ignored: pods are read from staticPodPath, this directory holds ConfigMaps and Secrets", len(r.pods))
+		}
+		r.pods = nil
+	}
+}
+
+// assembleObjects merges the ConfigMap and Secret documents of the files,
+// in name order, as the API server would take them: a valid object is
+// used; an invalid one is left out, or, when it replaces an object the same
+// file defined before, refused as an invalid update would be, the previous
+// version kept (an immutable object that changed is refused the same way);
+// an object an earlier file defined is left out. An unreadable file keeps
+// its previous objects when keepLastGood (a watch event: it may be half
+// written). It returns the objects, the objects used per file and the
+// problems per file.
+func assembleObjects(results []manifestResult, lastGood map[string]map[localobjects.Key]runtime.Object, keepLastGood bool) (
+	[]localobjects.Entry, map[string]map[localobjects.Key]runtime.Object, map[string]error) {
+	var entries []localobjects.Entry
+	good := map[string]map[localobjects.Key]runtime.Object{}
+	problems := map[string]error{}
+	definedBy := map[localobjects.Key]string{}
+	for _, r := range results {
+		previous := lastGood[r.path]
+		used := map[localobjects.Key]runtime.Object{}
+		var errs []error
+		use := func(key localobjects.Key, obj runtime.Object) {
+			if first, taken := definedBy[key]; taken {
+				errs = append(errs, fmt.Errorf("%s is already defined by %s", key, first))
+				return
+			}
+			definedBy[key] = r.path
+			used[key] = obj
+			entries = append(entries, localobjects.Entry{Key: key, Object: obj, Path: r.path})
+		}
+		if r.unreadable {
+			if keepLastGood {
+				for _, key := range sortedObjectKeys(previous) {
+					use(key, previous[key])
+				}
+			}
+			good[r.path] = used
+			continue
+		}
+		for _, d := range r.objects {
+			prev, hadPrev := previous[d.key]
+			switch {
+			case d.err != nil && hadPrev && d.key.Name != "":
+				errs = append(errs, fmt.Errorf("document %d: %w; its last valid version is kept", d.index, d.err))
+				use(d.key, prev)
+			case d.err != nil:
+				errs = append(errs, fmt.Errorf("document %d: %w", d.index, d.err))
+			case hadPrev:
+				if verrs := localobjects.ValidateUpdate(d.obj, prev); len(verrs) > 0 {
+					errs = append(errs, fmt.Errorf("document %d: %s %q: invalid update: %w; the previous version is kept", d.index, d.key.Kind, d.key.Name, verrs.ToAggregate()))
+					use(d.key, prev)
+					continue
+				}
+				use(d.key, d.obj)
+			default:
+				use(d.key, d.obj)
+			}
+		}
+		good[r.path] = used
+		if len(errs) > 0 {
+			problems[r.path] = errors.Join(errs...)
+		}
+	}
+	return entries, good, problems
+}
+
+// addObjectProblems adds the object problems of each file to its pod
+// problems, so a file is reported on one line.
+func addObjectProblems(problems map[string]manifestProblem, objProblems map[string]error) {
+	for path, err := range objProblems {
+		p, ok := problems[path]
+		if !ok {
+			problems[path] = manifestProblem{err: err, documentsOnly: true}
+			continue
+		}
+		p.err = errors.Join(p.err, err)
+		problems[path] = p
+	}
+}
+
+func sortedObjectKeys(m map[localobjects.Key]runtime.Object) []localobjects.Key {
+	keys := make([]localobjects.Key, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	return keys
 }

@@ -3,7 +3,6 @@ package sources
 import (
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/seed-kubelet/kubelet/internal/pods/podspec"
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
@@ -26,25 +26,37 @@ type staticOrigin struct {
 	Location string
 	// Now stamps the config.seen annotation.
 	Now time.Time
+	// LocalObjects (standalone mode) lets pods reference ConfigMaps and
+	// Secrets, which the node then reads from local files; without it such
+	// references are refused, as upstream refuses them for static pods.
+	LocalObjects bool
+	// ReadObjects reads ConfigMap and Secret documents beside the pods.
+	ReadObjects bool
 }
 
 // parseStaticPods decodes data and gives every pod in it its static pod
 // identity. It is all or nothing: one bad pod fails the whole input.
 func parseStaticPods(data []byte, o staticOrigin) ([]*v1.Pod, error) {
-	pods, err := decodePods(data)
-	if err != nil {
-		return nil, err
-	}
-	for _, pod := range pods {
+	d := parseManifest(data, o)
+	return d.pods, d.err
+}
+
+// parseManifest decodes data (with its ConfigMaps and Secrets when
+// o.ReadObjects) and gives every pod its static pod identity. The pods are
+// all or nothing: one bad pod fails them all, and never the objects.
+func parseManifest(data []byte, o staticOrigin) decoded {
+	d := decodeManifest(data, o.ReadObjects)
+	for _, pod := range d.pods {
 		name := pod.Name
 		if err := prepareStaticPod(pod, o); err != nil {
-			if name == "" {
-				return nil, err
+			if name != "" {
+				err = fmt.Errorf("pod %q: %w", name, err)
 			}
-			return nil, fmt.Errorf("pod %q: %w", name, err)
+			d.pods, d.err = nil, err
+			break
 		}
 	}
-	return pods, nil
+	return d
 }
 
 // prepareStaticPod turns a pod as read from a manifest into the pod the
@@ -52,17 +64,25 @@ func parseStaticPods(data []byte, o staticOrigin) ([]*v1.Pod, error) {
 // kubelet's annotations, API defaults, and validation the API server would
 // otherwise have done. It mutates pod in place.
 func prepareStaticPod(pod *v1.Pod, o staticOrigin) error {
+	if errs := checkStaticPod(pod, o); len(errs) > 0 {
+		return fmt.Errorf("invalid pod: %w", errs.ToAggregate())
+	}
+	return nil
+}
+
+// checkStaticPod is prepareStaticPod, with the problems as field errors.
+func checkStaticPod(pod *v1.Pod, o staticOrigin) field.ErrorList {
 	if pod.Name == "" {
-		return errors.New("invalid pod: metadata.name is required")
+		return field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")}
 	}
 	if pod.UID == "" {
 		uid, err := staticPodUID(pod, o)
 		if err != nil {
-			return err
+			return field.ErrorList{field.InternalError(field.NewPath("metadata", "uid"), err)}
 		}
 		pod.UID = uid
 	}
-	pod.Name = staticPodName(pod.Name, o.NodeName)
+	pod.Name = StaticPodName(pod.Name, o.NodeName)
 	if pod.Namespace == "" {
 		pod.Namespace = metav1.NamespaceDefault
 	}
@@ -85,16 +105,33 @@ func prepareStaticPod(pod *v1.Pod, o staticOrigin) error {
 
 	podspec.SetDefaults(pod)
 	if errs := podspec.Validate(pod); len(errs) > 0 {
-		return fmt.Errorf("invalid pod: %w", errs.ToAggregate())
+		return errs
 	}
-	if resource := apiObjectReference(pod); resource != "" {
-		return fmt.Errorf("static pods may not reference %s", resource)
+	if resource := apiObjectReference(pod, o.LocalObjects); resource != "" {
+		return field.ErrorList{field.Forbidden(field.NewPath("spec"), "static pods may not reference "+resource)}
 	}
 	return nil
 }
 
-// staticPodName makes a pod name unique among nodes.
-func staticPodName(name, nodeName string) string {
+// PrepareManifestPod returns the pod the file source makes of pod when it
+// reads it from the manifest file location (on nodeName, at now, with
+// local object references allowed or not), and the field errors that make
+// the source refuse it. pod is not modified.
+func PrepareManifestPod(pod *v1.Pod, nodeName, location string, localObjects bool, now time.Time) (*v1.Pod, field.ErrorList) {
+	out := pod.DeepCopy()
+	out.TypeMeta = metav1.TypeMeta{}
+	errs := checkStaticPod(out, staticOrigin{NodeName: nodeName, Source: FileSource, Location: location, Now: now, LocalObjects: localObjects})
+	return out, errs
+}
+
+// ManifestPodName is the name a manifest gives the static pod the kubelet
+// runs as name on nodeName, if name is such a pod's name.
+func ManifestPodName(name, nodeName string) (string, bool) {
+	return strings.CutSuffix(name, "-"+strings.ToLower(nodeName))
+}
+
+// StaticPodName makes a pod name unique among nodes.
+func StaticPodName(name, nodeName string) string {
 	return name + "-" + strings.ToLower(nodeName)
 }
 
@@ -128,13 +165,17 @@ func addOrUpdateToleration(spec *v1.PodSpec, t v1.Toleration) {
 
 // apiObjectReference returns the kind of API object the pod refers to, or
 // "" when it refers to none. Static pods run without the API server's
-// authorization of such references, so the kubelet refuses them.
-func apiObjectReference(pod *v1.Pod) string {
+// authorization of such references, so the kubelet refuses them. With
+// localObjects (standalone mode) ConfigMaps and Secrets are the node's own
+// local objects, which env, envFrom, configMap, secret and projected
+// volumes and imagePullSecrets may name; every other reference is still
+// refused.
+func apiObjectReference(pod *v1.Pod, localObjects bool) string {
 	spec := &pod.Spec
 	if spec.ServiceAccountName != "" || spec.DeprecatedServiceAccount != "" {
 		return "serviceaccounts"
 	}
-	if len(spec.ImagePullSecrets) > 0 {
+	if len(spec.ImagePullSecrets) > 0 && !localObjects {
 		return "secrets (via imagePullSecrets)"
 	}
 	var envs []v1.EnvVar
@@ -149,6 +190,9 @@ func apiObjectReference(pod *v1.Pod) string {
 		envs, envFroms = append(envs, c.Env...), append(envFroms, c.EnvFrom...)
 	}
 	for _, e := range envs {
+		if localObjects {
+			break
+		}
 		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
 			return "secrets (via env)"
 		}
@@ -157,6 +201,9 @@ func apiObjectReference(pod *v1.Pod) string {
 		}
 	}
 	for _, e := range envFroms {
+		if localObjects {
+			break
+		}
 		if e.SecretRef != nil {
 			return "secrets (via envFrom)"
 		}
@@ -168,19 +215,20 @@ func apiObjectReference(pod *v1.Pod) string {
 		return "resourceclaims"
 	}
 	for i := range spec.Volumes {
-		if r := volumeAPIReference(&spec.Volumes[i].VolumeSource); r != "" {
+		if r := volumeAPIReference(&spec.Volumes[i].VolumeSource, localObjects); r != "" {
 			return r
 		}
 	}
 	return ""
 }
 
-// volumeAPIReference returns the API object kind a volume source needs.
-func volumeAPIReference(v *v1.VolumeSource) string {
+// volumeAPIReference returns the API object kind a volume source needs, but
+// for local ConfigMaps and Secrets with localObjects.
+func volumeAPIReference(v *v1.VolumeSource, localObjects bool) string {
 	switch {
-	case v.Secret != nil:
+	case v.Secret != nil && !localObjects:
 		return "secrets (via secret volumes)"
-	case v.ConfigMap != nil:
+	case v.ConfigMap != nil && !localObjects:
 		return "configmaps (via configmap volumes)"
 	case v.AzureFile != nil:
 		return "secrets (via azureFile volumes)"
@@ -203,9 +251,9 @@ func volumeAPIReference(v *v1.VolumeSource) string {
 	case v.Projected != nil:
 		for _, s := range v.Projected.Sources {
 			switch {
-			case s.Secret != nil:
+			case s.Secret != nil && !localObjects:
 				return "secrets (via projected volumes)"
-			case s.ConfigMap != nil:
+			case s.ConfigMap != nil && !localObjects:
 				return "configmaps (via projected volumes)"
 			case s.ServiceAccountToken != nil:
 				return "serviceaccounts (via projected volumes)"

@@ -110,7 +110,7 @@ func TestPrepareStaticPodRejects(t *testing.T) {
 		pod     *v1.Pod
 		wantErr string
 	}{
-		{name: "missing name", pod: &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "nginx"}}}}, wantErr: "metadata.name is required"},
+		{name: "missing name", pod: &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "nginx"}}}}, wantErr: "metadata.name: Required value"},
 		{
 			name:    "validation errors are reported with their field paths",
 			pod:     &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}},
@@ -136,8 +136,8 @@ func TestPrepareStaticPodRejects(t *testing.T) {
 }
 
 func TestStaticPodName(t *testing.T) {
-	if got := staticPodName("web", "Node-1.Example"); got != "web-node-1.example" {
-		t.Errorf("staticPodName = %q, want web-node-1.example", got)
+	if got := StaticPodName("web", "Node-1.Example"); got != "web-node-1.example" {
+		t.Errorf("StaticPodName = %q, want web-node-1.example", got)
 	}
 }
 
@@ -157,17 +157,21 @@ func TestAPIObjectReference(t *testing.T) {
 		name string
 		pod  *v1.Pod
 		want string // "" means no reference; else a prefix of the answer
+		// local: a local ConfigMap or Secret, allowed in standalone mode.
+		local bool
+		// localWant, when set, is the answer in standalone mode.
+		localWant string
 	}{
 		{name: "plain pod", pod: base(func(*v1.PodSpec) {})},
 		{name: "service account", pod: base(func(s *v1.PodSpec) { s.ServiceAccountName = "sa" }), want: "serviceaccounts"},
 		{name: "deprecated service account", pod: base(func(s *v1.PodSpec) { s.DeprecatedServiceAccount = "sa" }), want: "serviceaccounts"},
-		{name: "image pull secret", pod: base(func(s *v1.PodSpec) { s.ImagePullSecrets = []v1.LocalObjectReference{{Name: "s"}} }), want: "secrets"},
+		{name: "image pull secret", pod: base(func(s *v1.PodSpec) { s.ImagePullSecrets = []v1.LocalObjectReference{{Name: "s"}} }), want: "secrets", local: true},
 		{
 			name: "secret env",
 			pod: base(func(s *v1.PodSpec) {
 				s.Containers[0].Env = []v1.EnvVar{{Name: "E", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k", LocalObjectReference: v1.LocalObjectReference{Name: "s"}}}}}
 			}),
-			want: "secrets",
+			want: "secrets", local: true,
 		},
 		{
 			name: "configmap env in an ephemeral container",
@@ -176,14 +180,14 @@ func TestAPIObjectReference(t *testing.T) {
 					{Name: "E", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{Key: "k", LocalObjectReference: v1.LocalObjectReference{Name: "c"}}}},
 				}}}}
 			}),
-			want: "configmaps",
+			want: "configmaps", local: true,
 		},
 		{
 			name: "configmap envFrom in an init container",
 			pod: base(func(s *v1.PodSpec) {
 				s.InitContainers = []v1.Container{{Name: "i", Image: "busybox", EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}}}}}
 			}),
-			want: "configmaps",
+			want: "configmaps", local: true,
 		},
 		{
 			name: "field ref env is fine",
@@ -192,8 +196,8 @@ func TestAPIObjectReference(t *testing.T) {
 			}),
 		},
 		{name: "resource claims", pod: base(func(s *v1.PodSpec) { s.ResourceClaims = []v1.PodResourceClaim{{Name: "r"}} }), want: "resourceclaims"},
-		{name: "secret volume", pod: base(vol(v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}})), want: "secrets"},
-		{name: "configmap volume", pod: base(vol(v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "c"}}})), want: "configmaps"},
+		{name: "secret volume", pod: base(vol(v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}})), want: "secrets", local: true},
+		{name: "configmap volume", pod: base(vol(v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "c"}}})), want: "configmaps", local: true},
 		{name: "azure file volume", pod: base(vol(v1.VolumeSource{AzureFile: &v1.AzureFileVolumeSource{SecretName: "s"}})), want: "secrets"},
 		{name: "rbd volume with a secret", pod: base(vol(v1.VolumeSource{RBD: &v1.RBDVolumeSource{SecretRef: &v1.LocalObjectReference{Name: "s"}}})), want: "secrets"},
 		{name: "rbd volume without a secret is fine", pod: base(vol(v1.VolumeSource{RBD: &v1.RBDVolumeSource{CephMonitors: []string{"m"}}}))},
@@ -201,9 +205,12 @@ func TestAPIObjectReference(t *testing.T) {
 		{name: "ephemeral volume", pod: base(vol(v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}})), want: "persistentvolumeclaims"},
 		{name: "csi volume", pod: base(vol(v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: "d"}})), want: "csidrivers"},
 		{name: "glusterfs volume", pod: base(vol(v1.VolumeSource{Glusterfs: &v1.GlusterfsVolumeSource{EndpointsName: "e"}})), want: "endpoints"},
-		{name: "projected secret", pod: base(projected(v1.VolumeProjection{Secret: &v1.SecretProjection{}})), want: "secrets"},
-		{name: "projected configmap", pod: base(projected(v1.VolumeProjection{ConfigMap: &v1.ConfigMapProjection{}})), want: "configmaps"},
+		{name: "projected secret", pod: base(projected(v1.VolumeProjection{Secret: &v1.SecretProjection{}})), want: "secrets", local: true},
+		{name: "projected configmap", pod: base(projected(v1.VolumeProjection{ConfigMap: &v1.ConfigMapProjection{}})), want: "configmaps", local: true},
 		{name: "projected service account token", pod: base(projected(v1.VolumeProjection{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "t"}})), want: "serviceaccounts"},
+		{name: "projected configmap beside a service account token", pod: base(vol(v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+			{ConfigMap: &v1.ConfigMapProjection{}}, {ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "t"}},
+		}}})), want: "configmaps", localWant: "serviceaccounts"},
 		{name: "projected cluster trust bundle", pod: base(projected(v1.VolumeProjection{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{Path: "b"}})), want: "clustertrustbundles"},
 		{name: "projected pod certificate", pod: base(projected(v1.VolumeProjection{PodCertificate: &v1.PodCertificateProjection{}})), want: "podcertificates"},
 		{name: "projected downward API is fine", pod: base(projected(v1.VolumeProjection{DownwardAPI: &v1.DownwardAPIProjection{}}))},
@@ -212,9 +219,20 @@ func TestAPIObjectReference(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := apiObjectReference(tc.pod)
+			got := apiObjectReference(tc.pod, false)
 			if (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
-				t.Errorf("apiObjectReference = %q, want %q", got, tc.want)
+				t.Errorf("cluster mode: apiObjectReference = %q, want %q", got, tc.want)
+			}
+			want := tc.want
+			if tc.local {
+				want = ""
+			}
+			if tc.localWant != "" {
+				want = tc.localWant
+			}
+			got = apiObjectReference(tc.pod, true)
+			if (want == "") != (got == "") || !strings.HasPrefix(got, want) {
+				t.Errorf("standalone mode: apiObjectReference = %q, want %q", got, want)
 			}
 		})
 	}

@@ -36,6 +36,10 @@ type URLSourceConfig struct {
 	// Out receives a full snapshot of the source's pods after each fetch
 	// that changed the body. Required.
 	Out chan<- []*v1.Pod
+	// LocalObjects (standalone mode) lets the pods reference the node's
+	// local ConfigMaps and Secrets; without it such references make a pod
+	// invalid, as upstream.
+	LocalObjects bool
 }
 
 func (c URLSourceConfig) validate() error {
@@ -126,7 +130,7 @@ func (s *urlSource) poll(ctx context.Context) bool {
 	if len(body) == 0 {
 		klog.ErrorS(errors.New("zero-length body"), "Static pod URL served no data; publishing no pods", "url", s.logURL)
 	} else {
-		o := staticOrigin{NodeName: s.cfg.NodeName, Source: HTTPSource, Location: s.cfg.URL, Now: s.cfg.Clock.Now()}
+		o := staticOrigin{NodeName: s.cfg.NodeName, Source: HTTPSource, Location: s.cfg.URL, Now: s.cfg.Clock.Now(), LocalObjects: s.cfg.LocalObjects}
 		parsed, err := parseStaticPods(body, o)
 		if err != nil {
 			klog.ErrorS(err, "Invalid static pods from URL; keeping the last good set", "url", s.logURL)

@@ -56,6 +56,16 @@ type KubeletFlags struct {
 	// refused at start-up, as upstream (nodestatus.CheckCloudProvider).
 	CloudProvider string
 
+	// Ours, beyond upstream (standalone mode only; flags because
+	// KubeletConfiguration v1beta1 is upstream's strict schema).
+
+	// LocalObjectsDir is --local-objects-dir: a directory of ConfigMap and
+	// Secret manifests for static pods, read besides staticPodPath.
+	LocalObjectsDir string
+	// LocalAPIAddress is --local-api-address: where the kubectl-compatible
+	// local API listens (host:port); "" turns it off.
+	LocalAPIAddress string
+
 	// The following are parsed but not honoured yet (see UnsupportedFlags).
 
 	// RuntimeCgroups is --runtime-cgroups.
@@ -141,6 +151,9 @@ func addFlagOnlyFlags(fs *pflag.FlagSet, f *KubeletFlags) {
 	fs.StringVar(&f.RuntimeCgroups, "runtime-cgroups", f.RuntimeCgroups, "Absolute name of the cgroup the container runtime is expected to run in.")
 	fs.StringVar(&f.ImageCredentialProviderConfig, "image-credential-provider-config", f.ImageCredentialProviderConfig, "Path to a credential provider plugin config file, or a directory of them.")
 	fs.StringVar(&f.ImageCredentialProviderBinDir, "image-credential-provider-bin-dir", f.ImageCredentialProviderBinDir, "Directory holding credential provider plugin binaries.")
+
+	fs.StringVar(&f.LocalAPIAddress, "local-api-address", f.LocalAPIAddress, "Standalone mode only (not an upstream flag): serve a kubectl-compatible API (pods with logs, exec, attach and port-forward, events, local ConfigMaps and Secrets, the node) on this host:port over TLS with client certificates, and write a kubeconfig for it to <root-dir>/local-api/kubeconfig (root only). Off when empty.")
+	fs.StringVar(&f.LocalObjectsDir, "local-objects-dir", f.LocalObjectsDir, "Standalone mode only (not an upstream flag): a directory of ConfigMap and Secret manifests that static pods may reference, read besides those in staticPodPath (which are always read in standalone mode).")
 
 	fs.DurationVar(&f.MinimumGCAge, "minimum-container-ttl-duration", f.MinimumGCAge, "Minimum age of a finished container before it is garbage collected.")
 	fs.Int32Var(&f.MaxPerPodContainerCount, "maximum-dead-containers-per-container", f.MaxPerPodContainerCount, "Maximum number of old instances kept per container; negative keeps all.")

@@ -84,6 +84,18 @@ func validateFlags(f *KubeletFlags) field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("--node-ip"), f.NodeIP, msg))
 		}
 	}
+	if f.LocalObjectsDir != "" && f.KubeConfig != "" {
+		errs = append(errs, field.Invalid(field.NewPath("--local-objects-dir"), f.LocalObjectsDir, "local ConfigMaps and Secrets are for standalone mode only (no --kubeconfig): in a cluster they come from the API server"))
+	}
+	if f.LocalAPIAddress != "" {
+		path := field.NewPath("--local-api-address")
+		if f.KubeConfig != "" {
+			errs = append(errs, field.Invalid(path, f.LocalAPIAddress, "the local API is for standalone mode only (no --kubeconfig): in a cluster kubectl talks to the API server"))
+		}
+		if _, port, err := net.SplitHostPort(f.LocalAPIAddress); err != nil || port == "" {
+			errs = append(errs, field.Invalid(path, f.LocalAPIAddress, "must be host:port, e.g. 127.0.0.1:10260"))
+		}
+	}
 	if f.ExitOnLockContention && f.LockFilePath == "" {
 		errs = append(errs, field.Required(field.NewPath("--lock-file"), "needed by --exit-on-lock-contention"))
 	}

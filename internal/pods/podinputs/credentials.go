@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/runtime/credentialprovider"
 	"github.com/seed-kubelet/kubelet/internal/runtime/imageref"
 )
@@ -17,15 +18,28 @@ import (
 // secrets that could not be read.
 const ReasonFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
 
+// SecretGetter reads a secret; a missing one is reported with an error for
+// which apierrors.IsNotFound is true. Source and localobjects.Store have it.
+type SecretGetter interface {
+	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
+}
+
 // Credentials returns the registry credentials in the pod's imagePullSecrets
-// that apply to image, most specific match first. Secrets that cannot be read
-// are logged (and reported on the pod) and skipped, as are malformed ones:
+// that apply to image, most specific match first; see PullSecretCredentials.
+func (s *Source) Credentials(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig {
+	return PullSecretCredentials(ctx, s, s.recorder, pod, image)
+}
+
+// PullSecretCredentials returns the registry credentials in the pod's
+// imagePullSecrets, read from secrets, that apply to image, most specific
+// match first. Secrets that cannot be read are logged (and reported on the
+// pod through recorder, when not nil) and skipped, as are malformed ones:
 // the pull then goes ahead with what is left, or anonymously.
 //
 // ServerAddress is left empty, as upstream does: containerd drops an
 // AuthConfig whose ServerAddress host differs from the host it pulls from
 // (registry-1.docker.io for Docker Hub, a mirror, a glob's expansion).
-func (s *Source) Credentials(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig {
+func PullSecretCredentials(ctx context.Context, secrets SecretGetter, recorder events.Recorder, pod *v1.Pod, image string) []*runtimeapi.AuthConfig {
 	var ring credentialprovider.Keyring
 	var failed []string
 	for _, ref := range pod.Spec.ImagePullSecrets {
@@ -33,7 +47,7 @@ func (s *Source) Credentials(ctx context.Context, pod *v1.Pod, image string) []*
 			// Old API validation let empty names through; upstream ignores them.
 			continue
 		}
-		secret, err := s.Secret(ctx, pod.Namespace, ref.Name)
+		secret, err := secrets.Secret(ctx, pod.Namespace, ref.Name)
 		if err != nil {
 			klog.InfoS("Unable to retrieve pull secret, the image pull may not succeed.", "pod", klog.KObj(pod), "secret", klog.KRef(pod.Namespace, ref.Name), "err", err)
 			failed = append(failed, ref.Name)
@@ -47,8 +61,8 @@ func (s *Source) Credentials(ctx context.Context, pod *v1.Pod, image string) []*
 			klog.ErrorS(err, "Ignoring malformed pull secret", "pod", klog.KObj(pod), "secret", klog.KObj(secret))
 		}
 	}
-	if len(failed) > 0 && s.recorder != nil {
-		s.recorder.Eventf(pod, v1.EventTypeWarning, ReasonFailedToRetrieveImagePullSecret,
+	if len(failed) > 0 && recorder != nil {
+		recorder.Eventf(pod, v1.EventTypeWarning, ReasonFailedToRetrieveImagePullSecret,
 			"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(failed, ", "))
 	}
 	return ring.Lookup(imageref.Repository(image))

@@ -213,9 +213,10 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	if err != nil {
 		return podworkers.Outcome{}, fmt.Errorf("get runtime status of pod %s: %w", klog.KObj(pod), err)
 	}
-	// The prober learns the running containers first, so that a kubelet
-	// that restarts does not report them unready for a sync.
-	s.probe(pod, st)
+	// The prober learns of the running containers before the status is
+	// computed: a container found running (a kubelet restart) is ready at
+	// once, not after the next periodic sync.
+	unhealthy := s.probe(pod, st)
 	ps := s.publish(pod, st)
 	if ps.Phase == v1.PodSucceeded || ps.Phase == v1.PodFailed {
 		return podworkers.Outcome{Terminal: true}, nil
@@ -252,7 +253,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 		return out, nil
 	}
 	s.cfg.Runtime.PruneContainers(ctx, st, s.cfg.MaxDeadPerContainer)
-	res := s.cfg.Runtime.SyncPod(ctx, pod, st, s.probe(pod, st))
+	res := s.cfg.Runtime.SyncPod(ctx, pod, st, unhealthy)
 	s.record(pod.UID, res)
 	if res.Changed || len(res.Failures) > 0 {
 		// Publish what the sync did now rather than at the next relist.

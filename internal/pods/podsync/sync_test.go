@@ -599,3 +599,33 @@ func TestSyncTerminatedPod(t *testing.T) {
 		t.Fatalf("error %v, want the status error", err)
 	}
 }
+
+// A container the runtime already runs when the kubelet starts (a restart)
+// is ready in the first status the kubelet publishes, not after the next
+// periodic sync.
+func TestSyncPodAfterRestartPublishesRunningContainerReady(t *testing.T) {
+	e := newEnv(t, nil)
+	pod := newPod("main")
+	if _, err := e.s.SyncPod(e.ctx, pod); err != nil {
+		t.Fatalf("first sync: %v", err)
+	}
+	if got := states(e.published(pod)); got["main"] != "running ready" {
+		t.Fatalf("before the restart: %v", got)
+	}
+
+	// A new kubelet: fresh status manager and prober, the same runtime.
+	status := statusmanager.NewManager(nil)
+	probes := prober.New(prober.Config{Runtime: e.cri.RuntimeClient, Clock: e.clk})
+	restarted := New(Config{Runtime: e.rt, Status: status, Clock: e.clk, HostIPs: []string{"10.0.0.1"}, RuntimeName: "containerd",
+		MaxDeadPerContainer: 1, Recorder: e.rec, Probes: probes})
+	if _, err := restarted.SyncPod(e.ctx, pod); err != nil {
+		t.Fatalf("sync after the restart: %v", err)
+	}
+	ps, ok := status.Get(pod.UID)
+	if !ok {
+		t.Fatal("no status after the restart")
+	}
+	if got := states(ps); got["main"] != "running ready" {
+		t.Fatalf("after the restart: %v, want the running container ready at once", got)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/seed-kubelet/kubelet/internal/atomicfile"
 	"github.com/seed-kubelet/kubelet/internal/backoff"
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
@@ -414,7 +415,7 @@ func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string)
 		if err != nil {
 			return nil, fmt.Errorf("render hosts file: %w", err)
 		}
-		if err := writeFileAtomic(hosts, content, 0o644); err != nil {
+		if err := atomicfile.Write(hosts, content, 0o644); err != nil {
 			return nil, fmt.Errorf("write hosts file: %w", err)
 		}
 		mounts = append(mounts, &runtimeapi.Mount{HostPath: hosts, ContainerPath: "/etc/hosts"})
@@ -444,17 +445,6 @@ func hasMountAt(mounts []*runtimeapi.Mount, path string) bool {
 		}
 	}
 	return false
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // linkContainerLog keeps the legacy /var/log/containers symlink that log
