@@ -317,8 +317,8 @@ func diffObjectList(orig, mod []any, m fieldMeta) (items, deleted, order []any, 
 		return -1
 	}
 	byStr := func(l []keyed) []keyed {
-		s := append([]keyed(nil), l...)
-		sort.SliceStable(s, func(i, j int) bool { return s[i].str < s[j].str })
+		s := keyedByText(append([]keyed(nil), l...))
+		sort.Sort(s)
 		return s
 	}
 	os, ns := byStr(o), byStr(n)
@@ -411,10 +411,25 @@ func diffScalarList(orig, mod []any) (items, deleted, order []any, err error) {
 
 // sortedScalars is a copy of l sorted by the %v text of its values.
 func sortedScalars(l []any) []any {
-	s := append([]any(nil), l...)
-	sort.SliceStable(s, func(i, j int) bool { return fmt.Sprintf("%v", s[i]) < fmt.Sprintf("%v", s[j]) })
+	s := scalarsByText(append([]any(nil), l...))
+	sort.Sort(s)
 	return s
 }
+
+// The library sorts with sort.Sort and a "less or equal" comparison; we do
+// the same so that equal keys (duplicates the API should not hold, but
+// may) end up in the same order and the patch stays byte-identical.
+type keyedByText []keyed
+
+func (s keyedByText) Len() int           { return len(s) }
+func (s keyedByText) Less(i, j int) bool { return s[i].str <= s[j].str }
+func (s keyedByText) Swap(i, j int)      { s[i], s[j] = s[j], s[i] }
+
+type scalarsByText []any
+
+func (s scalarsByText) Len() int           { return len(s) }
+func (s scalarsByText) Less(i, j int) bool { return fmt.Sprintf("%v", s[i]) <= fmt.Sprintf("%v", s[j]) }
+func (s scalarsByText) Swap(i, j int)      { s[i], s[j] = s[j], s[i] }
 
 // dedupScalars drops repeated values the way the library does: a repeat is
 // overwritten by the list's last element, so order can change.
