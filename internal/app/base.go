@@ -70,7 +70,7 @@ func connect(ctx context.Context, o *options.Options, host hostInfo) (*base, err
 			client.Close()
 			return nil, err
 		}
-		recorder = eventRecorder(ctx, api.events, host.nodeName)
+		recorder = eventRecorder(ctx, api.events, host.nodeName, clk)
 	}
 	return &base{cfg: cfg, flags: o.Flags, host: host, clock: clk, metrics: m, cri: client, version: version,
 		api: api, identity: identity, recorder: recorder}, nil

@@ -6,8 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/app/options"
 	"github.com/seed-kubelet/kubelet/internal/events"
@@ -60,13 +60,17 @@ func newClients(creds *rest.Config, cfg *kubeletconfig.KubeletConfiguration) (*c
 	return &out, nil
 }
 
-// eventRecorder sends events to the API through client-go's broadcaster.
-func eventRecorder(ctx context.Context, client kubeclient.Interface, nodeName string) events.Recorder {
-	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(kubeclient.EventSink{Core: client.CoreV1()})
-	go func() {
-		<-ctx.Done()
-		b.Shutdown()
-	}()
-	return b.NewRecorder(kubeclient.Scheme, v1.EventSource{Component: "kubelet", Host: nodeName})
+var _ events.Sink = kubeclient.EventSink{}
+
+// eventRecorder sends events to the API through our broadcaster until ctx
+// ends.
+func eventRecorder(ctx context.Context, client kubeclient.Interface, nodeName string, clk clock.Clock) events.Recorder {
+	b := events.NewBroadcaster(events.BroadcasterConfig{
+		Sink:   kubeclient.EventSink{Core: client.CoreV1()},
+		Scheme: kubeclient.Scheme,
+		Clock:  clk,
+		Source: v1.EventSource{Component: "kubelet", Host: nodeName},
+	})
+	go b.Run(ctx)
+	return b
 }

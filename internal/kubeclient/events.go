@@ -6,25 +6,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 )
 
-// EventSink writes a record.EventBroadcaster's events through core, each in
-// its own event's namespace (client-go's EventSinkImpl over Events("")).
+// EventSink writes the event broadcaster's events (events.Sink) through
+// core, each in its own event's namespace (client-go's EventSinkImpl over
+// Events("")).
 type EventSink struct {
 	Core CoreV1Interface
 }
 
-var _ record.EventSink = EventSink{}
-
 // Create posts a new event.
 func (s EventSink) Create(e *corev1.Event) (*corev1.Event, error) {
 	return s.Core.Events(e.Namespace).Create(context.Background(), e, metav1.CreateOptions{})
-}
-
-// Update replaces an event; its ResourceVersion must be set.
-func (s EventSink) Update(e *corev1.Event) (*corev1.Event, error) {
-	return s.Core.Events(e.Namespace).Update(context.Background(), e, metav1.UpdateOptions{})
 }
 
 // Patch applies the broadcaster's strategic merge patch (count, last
