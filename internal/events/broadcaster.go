@@ -85,7 +85,16 @@ func NewBroadcaster(cfg BroadcasterConfig) *Broadcaster {
 // Eventf queues an event about obj (a typed object of the scheme or an
 // *v1.ObjectReference). It logs the event at LogVerbosity.
 func (b *Broadcaster) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
-	message := fmt.Sprintf(messageFmt, args...)
+	b.record(obj, nil, eventtype, reason, fmt.Sprintf(messageFmt, args...))
+}
+
+// AnnotatedEventf is Eventf with annotations on the event (the eviction
+// manager's starved_resource and friends).
+func (b *Broadcaster) AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
+	b.record(obj, annotations, eventtype, reason, fmt.Sprintf(messageFmt, args...))
+}
+
+func (b *Broadcaster) record(obj runtime.Object, annotations map[string]string, eventtype, reason, message string) {
 	ref, err := reference.GetReference(b.cfg.Scheme, obj)
 	if err != nil {
 		klog.ErrorS(err, "Could not construct reference, will not report event", "object", obj, "eventType", eventtype, "reason", reason, "message", message)
@@ -95,7 +104,7 @@ func (b *Broadcaster) Eventf(obj runtime.Object, eventtype, reason, messageFmt s
 		klog.ErrorS(nil, "Unsupported event type", "eventType", eventtype)
 		return
 	}
-	e := b.makeEvent(ref, eventtype, reason, message)
+	e := b.makeEvent(ref, annotations, eventtype, reason, message)
 	klog.V(LogVerbosity).InfoS("Event occurred", "object", klog.KRef(ref.Namespace, ref.Name), "fieldPath", ref.FieldPath, "kind", ref.Kind, "apiVersion", ref.APIVersion, "type", eventtype, "reason", reason, "message", message)
 	select {
 	case <-b.stopped:
@@ -111,14 +120,14 @@ func (b *Broadcaster) Eventf(obj runtime.Object, eventtype, reason, messageFmt s
 }
 
 // makeEvent is a new event about ref, named <object>.<hex nanoseconds>.
-func (b *Broadcaster) makeEvent(ref *v1.ObjectReference, eventtype, reason, message string) *v1.Event {
+func (b *Broadcaster) makeEvent(ref *v1.ObjectReference, annotations map[string]string, eventtype, reason, message string) *v1.Event {
 	now := metav1.NewTime(b.cfg.Clock.Now())
 	ns := ref.Namespace
 	if ns == "" {
 		ns = metav1.NamespaceDefault
 	}
 	return &v1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Name: util.GenerateEventName(ref.Name, now.UnixNano()), Namespace: ns},
+		ObjectMeta:          metav1.ObjectMeta{Name: util.GenerateEventName(ref.Name, now.UnixNano()), Namespace: ns, Annotations: annotations},
 		InvolvedObject:      *ref,
 		Reason:              reason,
 		Message:             message,

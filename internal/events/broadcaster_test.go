@@ -243,3 +243,16 @@ func TestBroadcasterEventReferences(t *testing.T) {
 		t.Fatalf("got %+v", c.event)
 	}
 }
+
+// The eviction manager's Evicted event carries starved_resource.
+func TestBroadcasterAnnotatedEvent(t *testing.T) {
+	sink := &fakeSink{calls: make(chan call, 10)}
+	b, _ := newTestBroadcaster(sink, 0)
+	start(t, b)
+	var r Recorder = b
+	r.(AnnotatedRecorder).AnnotatedEventf(testPod(), map[string]string{"starved_resource": "memory"}, v1.EventTypeWarning, "Evicted", "The node was low on resource: %s.", "memory")
+	c := <-sink.calls
+	if c.event.Annotations["starved_resource"] != "memory" || c.event.Message != "The node was low on resource: memory." || c.event.Reason != "Evicted" {
+		t.Fatalf("annotated event %+v", c.event)
+	}
+}

@@ -40,6 +40,25 @@ type Recorder interface {
 	Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any)
 }
 
+// AnnotatedRecorder is a Recorder that can also put annotations on the
+// event (upstream's AnnotatedEventf; the eviction manager's
+// starved_resource). Both our recorders are one.
+type AnnotatedRecorder interface {
+	Recorder
+	AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any)
+}
+
+var (
+	_ AnnotatedRecorder = LogRecorder{}
+	_ AnnotatedRecorder = (*Broadcaster)(nil)
+)
+
+// AnnotatedEventf logs the event as Eventf does; the log has no place for
+// annotations.
+func (l LogRecorder) AnnotatedEventf(obj runtime.Object, _ map[string]string, eventtype, reason, messageFmt string, args ...any) {
+	l.Eventf(obj, eventtype, reason, messageFmt, args...)
+}
+
 // LogRecorder writes events to the log, for standalone mode.
 type LogRecorder struct{}
 
