@@ -9,5 +9,7 @@
 // 1.6 MB of the stripped kubelet, which has a 32 MiB budget); the kubelet
 // only needs the struct-tag schema. Tags are read by apimachinery's own
 // forked encoding/json field lookup, so the schema is upstream's. The tests
-// compare byte for byte with the library and apply both with it.
+// compare byte for byte with the library and apply both with it; fuzz
+// further with `go test -fuzz FuzzPodStatusPatch ./internal/kubeclient/smp`
+// (or FuzzNodePatch).
 package smp
