@@ -36,7 +36,7 @@ type base struct {
 	// identity is the kubelet's client certificate (TLS bootstrap and
 	// rotation); nil in standalone mode.
 	identity *certificate.Client
-	recorder events.ProgressRecorder
+	recorder events.AnnotatedRecorder
 	// events keeps the recent events in standalone mode (the recorder);
 	// nil in cluster mode, where they go to the API server.
 	events *events.Ring
@@ -63,8 +63,8 @@ func connect(ctx context.Context, o *options.Options, host hostInfo) (*base, err
 	klog.InfoS("Container runtime initialized", "containerRuntime", version.RuntimeName, "version", version.RuntimeVersion, "apiVersion", version.RuntimeApiVersion)
 	var api *clients
 	var identity *certificate.Client
-	ring := events.NewRing(events.RingConfig{NodeName: host.nodeName, Clock: clk})
-	var recorder events.ProgressRecorder = ring
+	ring := events.NewRing(events.RingConfig{NodeName: host.nodeName, Clock: clk, Scheme: kubeclient.Scheme})
+	var recorder events.AnnotatedRecorder = ring
 	if o.Flags.KubeConfig != "" {
 		ring = nil
 		if identity, err = startClientCertificate(ctx, o.Flags, cfg, host.nodeName, clk); err != nil {
@@ -75,7 +75,7 @@ func connect(ctx context.Context, o *options.Options, host hostInfo) (*base, err
 			client.Close()
 			return nil, err
 		}
-		recorder = eventRecorder(ctx, api.events, host.nodeName)
+		recorder = eventRecorder(ctx, api.events, host.nodeName, clk)
 	}
 	return &base{cfg: cfg, flags: o.Flags, host: host, clock: clk, metrics: m, cri: client, version: version,
 		api: api, identity: identity, recorder: recorder, events: ring}, nil

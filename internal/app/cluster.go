@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/app/options"
 	"github.com/seed-kubelet/kubelet/internal/events"
@@ -59,8 +60,17 @@ func newClients(creds *rest.Config, cfg *kubeletconfig.KubeletConfiguration) (*c
 	return &out, nil
 }
 
-// eventRecorder sends events to the API through client-go's broadcaster.
-func eventRecorder(ctx context.Context, client kubeclient.Interface, nodeName string) events.ProgressRecorder {
-	b := kubeclient.NewEventBroadcaster(ctx, client.CoreV1())
-	return b.NewRecorder(kubeclient.Scheme, v1.EventSource{Component: "kubelet", Host: nodeName})
+var _ events.Sink = kubeclient.EventSink{}
+
+// eventRecorder sends events to the API through our broadcaster until ctx
+// ends.
+func eventRecorder(ctx context.Context, client kubeclient.Interface, nodeName string, clk clock.Clock) events.AnnotatedRecorder {
+	b := events.NewBroadcaster(events.BroadcasterConfig{
+		Sink:   kubeclient.EventSink{Core: client.CoreV1()},
+		Scheme: kubeclient.Scheme,
+		Clock:  clk,
+		Source: v1.EventSource{Component: "kubelet", Host: nodeName},
+	})
+	go b.Run(ctx)
+	return b
 }

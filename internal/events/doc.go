@@ -1,7 +1,12 @@
-// Package events owns the kubelet's event reasons and the small Recorder
-// interface components use to emit them. In standalone mode events go to the
-// log and to a bounded Ring (the API server's event shape, for the local
-// API); in cluster mode client-go's recorder satisfies the same interface.
-// Progress updates of a running operation (ProgressAnnotation) are one more
-// occurrence of the event that announced it, written with a note.
+// Package events owns the kubelet's event reasons, the small Recorder
+// interface components emit them through, and the recorders: LogRecorder,
+// and Ring for standalone mode (the API server's event shape, for the
+// local API), and Broadcaster, which writes them to the API server with
+// upstream's (client-go tools/record) correlation: spam filter,
+// aggregation, de-duplication by patch, retries that never block the
+// caller. We keep our own to keep client-go's record package, and the
+// strategic merge patch library it links, out of the binary. Progress
+// updates of a running operation (ProgressAnnotation) are one more
+// occurrence of the event that announced it, written with a note, and have
+// a spam budget of their own (SpamKey).
 package events

@@ -42,6 +42,19 @@ type Recorder interface {
 	Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any)
 }
 
+// AnnotatedRecorder is a Recorder that can also put annotations on the
+// event (upstream's AnnotatedEventf; the eviction manager's
+// starved_resource). Both our recorders are one.
+type AnnotatedRecorder interface {
+	Recorder
+	AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any)
+}
+
+var (
+	_ AnnotatedRecorder = LogRecorder{}
+	_ AnnotatedRecorder = (*Broadcaster)(nil)
+)
+
 // LogRecorder writes events to the log, for standalone mode.
 type LogRecorder struct{}
 
@@ -79,18 +92,9 @@ const (
 // message (WithProgressNote, ProgressPatch) and never stores the annotation.
 const ProgressAnnotation = "kubelet.seed-kubelet.io/progress"
 
-// ProgressRecorder is a Recorder that also records events with
-// annotations. client-go's record.EventRecorder and LogRecorder satisfy it.
-type ProgressRecorder interface {
-	Recorder
-	AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any)
-}
-
-var _ ProgressRecorder = LogRecorder{}
-
 // Progressf records one more occurrence of the event (eventtype, reason,
 // message) on obj with note as its progress.
-func Progressf(r ProgressRecorder, obj runtime.Object, eventtype, reason, note, messageFmt string, args ...any) {
+func Progressf(r AnnotatedRecorder, obj runtime.Object, eventtype, reason, note, messageFmt string, args ...any) {
 	r.AnnotatedEventf(obj, map[string]string{ProgressAnnotation: note}, eventtype, reason, messageFmt, args...)
 }
 

@@ -8,9 +8,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/reference"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
@@ -31,6 +32,9 @@ type RingConfig struct {
 	TTL time.Duration
 	// Clock stamps the events; nil means the real clock.
 	Clock clock.Clock
+	// Scheme finds an object's kind for its reference (as the
+	// Broadcaster's); required.
+	Scheme *runtime.Scheme
 }
 
 // Ring is the standalone node's recorder: it logs each event as
@@ -53,7 +57,7 @@ type Ring struct {
 	changed chan struct{}
 }
 
-var _ ProgressRecorder = (*Ring)(nil)
+var _ AnnotatedRecorder = (*Ring)(nil)
 
 // NewRing returns an empty Ring.
 func NewRing(cfg RingConfig) *Ring {
@@ -73,7 +77,7 @@ func NewRing(cfg RingConfig) *Ring {
 // Eventf logs the event and keeps it.
 func (r *Ring) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
 	LogRecorder{}.Eventf(obj, eventtype, reason, messageFmt, args...)
-	ref, ok := reference(obj)
+	ref, ok := r.reference(obj)
 	if !ok {
 		return
 	}
@@ -86,7 +90,7 @@ func (r *Ring) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, 
 // message, counted as one more occurrence of the event it annotates.
 func (r *Ring) AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
 	LogRecorder{}.AnnotatedEventf(obj, annotations, eventtype, reason, messageFmt, args...)
-	ref, ok := reference(obj)
+	ref, ok := r.reference(obj)
 	if !ok {
 		return
 	}
@@ -168,29 +172,13 @@ func (r *Ring) List() []v1.Event {
 // Changed is poked after every change (one pending poke at most).
 func (r *Ring) Changed() <-chan struct{} { return r.changed }
 
-// reference is the object reference upstream's recorder makes for obj:
-// an ObjectReference as given, else kind, apiVersion, name, namespace, UID
-// and resourceVersion (only pods and nodes are involved here).
-func reference(obj runtime.Object) (v1.ObjectReference, bool) {
-	if ref, ok := obj.(*v1.ObjectReference); ok {
-		if ref == nil {
-			return v1.ObjectReference{}, false
-		}
-		return *ref, true
-	}
-	acc, err := meta.Accessor(obj)
+// reference is the object reference upstream's recorder makes for obj
+// (client-go's reference.GetReference, as the Broadcaster's).
+func (r *Ring) reference(obj runtime.Object) (v1.ObjectReference, bool) {
+	ref, err := reference.GetReference(r.cfg.Scheme, obj)
 	if err != nil {
+		klog.ErrorS(err, "Could not construct reference, will not keep event", "object", obj)
 		return v1.ObjectReference{}, false
 	}
-	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	switch obj.(type) {
-	case *v1.Pod:
-		kind = "Pod"
-	case *v1.Node:
-		kind = "Node"
-	}
-	return v1.ObjectReference{
-		Kind: kind, APIVersion: "v1", Name: acc.GetName(), Namespace: acc.GetNamespace(),
-		UID: acc.GetUID(), ResourceVersion: acc.GetResourceVersion(),
-	}, kind != ""
+	return *ref, true
 }

@@ -7,12 +7,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestRingRecordsUpstreamShapedEvents(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1700000000, 5))
-	r := NewRing(RingConfig{NodeName: "node1", Clock: clk})
+	r := NewRing(RingConfig{NodeName: "node1", Clock: clk, Scheme: testScheme(t)})
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-node1", Namespace: "default", UID: "u1"}}
 	r.Eventf(pod, v1.EventTypeNormal, Started, "Started container %s", "main")
 	select {
@@ -51,7 +52,7 @@ func TestRingRecordsUpstreamShapedEvents(t *testing.T) {
 
 func TestRingIsBounded(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1700000000, 0))
-	r := NewRing(RingConfig{NodeName: "n", Clock: clk, Size: 3, TTL: time.Minute})
+	r := NewRing(RingConfig{NodeName: "n", Clock: clk, Size: 3, TTL: time.Minute, Scheme: testScheme(t)})
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}
 	for i := range 5 {
 		r.Eventf(pod, v1.EventTypeNormal, "R", "message %d", i)
@@ -65,4 +66,14 @@ func TestRingIsBounded(t *testing.T) {
 	if got = r.List(); len(got) != 1 || got[0].Message != "fresh" {
 		t.Fatalf("kept %v, want only the event younger than the TTL", got)
 	}
+}
+
+// testScheme knows the core/v1 kinds the kubelet's events are about.
+func testScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

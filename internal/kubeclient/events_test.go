@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/kubeclient"
@@ -17,13 +18,17 @@ import (
 )
 
 // Progress updates of a pull are one event in the API, its count and
-// message updated, through client-go's real broadcaster and correlator.
+// message updated, through the broadcaster and its correlator writing with
+// EventSink.
 func TestProgressUpdatesOneEvent(t *testing.T) {
 	cs := fake.NewClientset()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	b := kubeclient.NewEventBroadcaster(ctx, kubeclienttest.Wrap(cs).CoreV1())
-	rec := b.NewRecorder(kubeclient.Scheme, corev1.EventSource{Component: "kubelet", Host: "n1"})
+	rec := events.NewBroadcaster(events.BroadcasterConfig{
+		Sink: kubeclient.EventSink{Core: kubeclienttest.Wrap(cs).CoreV1()}, Scheme: kubeclient.Scheme, Clock: clock.RealClock{},
+		Source: corev1.EventSource{Component: "kubelet", Host: "n1"},
+	})
+	go rec.Run(ctx)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1"}}
 
 	rec.Eventf(pod, corev1.EventTypeNormal, events.Pulling, "Pulling image %q", "big:1")

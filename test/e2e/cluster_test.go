@@ -401,3 +401,48 @@ func readFile(path string) (string, error) {
 	data, err := os.ReadFile(path)
 	return string(data), err
 }
+
+// TestRepeatedEventIsCounted: a crash-looping container's identical BackOff
+// events become one Event whose count the kubelet patches (upstream's
+// correlator), not one object per occurrence; the pod status the kubelet
+// patches shows CrashLoopBackOff.
+func TestRepeatedEventIsCounted(t *testing.T) {
+	n := joinNode(t)
+	n.Start()
+	ns := namespace(t, n.client)
+	ctx := ctxT(t)
+	if _, err := n.client.CoreV1().Pods(ns).Create(ctx, podOn(n.NodeName, "crasher", "sh", "-c", "exit 3"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var backoff v1.Event
+	eventually(t, 2*time.Minute, "one BackOff event with count >= 2", func() (bool, error) {
+		evs, err := n.client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=crasher,reason=BackOff"})
+		if err != nil {
+			return false, err
+		}
+		var counts []int32
+		for _, e := range evs.Items {
+			counts = append(counts, e.Count)
+			if e.Source.Component == "kubelet" && e.Count >= 2 {
+				backoff = e
+			}
+		}
+		if len(evs.Items) > 1 {
+			t.Fatalf("identical BackOff events stored as %d objects (counts %v)", len(evs.Items), counts)
+		}
+		return backoff.Count >= 2, fmt.Errorf("BackOff events' counts %v", counts)
+	})
+	if !strings.HasPrefix(backoff.Name, "crasher.") || backoff.LastTimestamp.Before(&backoff.FirstTimestamp) ||
+		backoff.Message != fmt.Sprintf("Back-off restarting failed container main in pod crasher_%s(%s)", ns, backoff.InvolvedObject.UID) ||
+		backoff.Type != v1.EventTypeWarning || backoff.Source.Host != n.NodeName || backoff.ReportingController != "kubelet" || backoff.ReportingInstance != n.NodeName {
+		t.Errorf("BackOff event %+v", backoff)
+	}
+	waitPod(t, n.client, ns, "crasher", "in CrashLoopBackOff", func(p *v1.Pod) bool {
+		for _, c := range p.Status.ContainerStatuses {
+			if c.State.Waiting != nil && c.State.Waiting.Reason == "CrashLoopBackOff" && c.RestartCount >= 1 && c.LastTerminationState.Terminated != nil && c.LastTerminationState.Terminated.ExitCode == 3 {
+				return true
+			}
+		}
+		return false
+	})
+}

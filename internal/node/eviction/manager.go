@@ -345,13 +345,8 @@ func EvictedStatus(message string, now time.Time) v1.PodStatus {
 	}
 }
 
-// annotatedRecorder is client-go's recorder, which can annotate events.
-type annotatedRecorder interface {
-	AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any)
-}
-
 func (m *Manager) recordEvicted(pod *v1.Pod, ann map[string]string, msg string) {
-	if ar, ok := m.cfg.Recorder.(annotatedRecorder); ok {
+	if ar, ok := m.cfg.Recorder.(events.AnnotatedRecorder); ok {
 		ar.AnnotatedEventf(pod, ann, v1.EventTypeWarning, Reason, "%s", msg)
 		return
 	}

@@ -6,7 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient/smp"
 )
 
 // StatusPatch is the strategic merge patch that turns old into cur for the
@@ -28,7 +29,7 @@ func StatusPatch(old, cur *v1.Node) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding node %q: %w", cur.Name, err)
 	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, curJSON, v1.Node{})
+	patch, err := smp.CreateTwoWayMergePatch(oldJSON, curJSON, v1.Node{})
 	if err != nil {
 		return nil, fmt.Errorf("computing the status patch of node %q: %w", cur.Name, err)
 	}

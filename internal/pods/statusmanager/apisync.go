@@ -10,11 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/kubeclient"
+	"github.com/seed-kubelet/kubelet/internal/kubeclient/smp"
 )
 
 // Target is the API object a pod's status is written to: the pod itself,
@@ -93,7 +93,7 @@ func statusPatch(uid types.UID, old, new v1.PodStatus) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(oldData, newData, v1.Pod{})
+	patch, err := smp.CreateTwoWayMergePatch(oldData, newData, v1.Pod{})
 	if err != nil {
 		return nil, err
 	}

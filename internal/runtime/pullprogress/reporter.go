@@ -26,7 +26,7 @@ type Source interface {
 // Config configures a Reporter; every field is required.
 type Config struct {
 	Source   Source
-	Recorder events.ProgressRecorder
+	Recorder events.AnnotatedRecorder
 	Clock    clock.WithTicker
 }
 
