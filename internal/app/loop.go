@@ -5,6 +5,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
@@ -142,7 +143,7 @@ func newClusterParts(b *base, node *nodeParts, p *podParts, workers *podworkers.
 	source *nodestatus.Source, pressureChanged <-chan struct{}) *clusterParts {
 	cfg := b.cfg
 	return &clusterParts{
-		targets: statusmanager.NewTargets(statusmanager.TargetsConfig{Pods: p.pods, Statuses: p.statuses, Recorder: b.recorder, Clock: b.clock}),
+		targets: p.targets,
 		node: nodestatus.New(nodestatus.Config{
 			Client: b.api.heartbeat, NodeName: b.host.nodeName, Clock: b.clock, Inputs: source.Inputs,
 			UpdateFrequency: cfg.NodeStatusUpdateFrequency.Duration, ReportFrequency: cfg.NodeStatusReportFrequency.Duration,
@@ -172,6 +173,7 @@ func (l *loopParts) start(ctx context.Context) error {
 		go p.statuses.RunAPISync(ctx, statusmanager.APISyncConfig{
 			Client: b.api.main, Clock: b.clock, ResyncPeriod: statusResync,
 			Target: c.targets.Target, Terminated: l.workers.IsTerminated,
+			Rebuild: func(uid types.UID) { l.workers.Sync(uid) },
 		})
 		go c.node.Run(ctx)
 		b.recorder.Eventf(nodestatus.NodeRef(b.host.nodeName), v1.EventTypeNormal, events.StartingKubelet, "Starting kubelet.")

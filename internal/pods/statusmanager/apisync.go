@@ -36,6 +36,10 @@ type APISyncConfig struct {
 	Terminated func(uid types.UID) bool
 	// ResyncPeriod re-sends every status (10 s upstream).
 	ResyncPeriod time.Duration
+	// Rebuild asks for a pod's status to be generated again: its stored
+	// status was built before the API object it goes to was known (a
+	// static pod synced before its mirror pod arrived). May be nil.
+	Rebuild func(uid types.UID)
 }
 
 // kubeletConditions are the pod conditions the kubelet owns; others (set
@@ -109,9 +113,6 @@ func statusPatch(uid types.UID, old, new v1.PodStatus) ([]byte, error) {
 // also completes the deletion handshake: a pod the API marked for deletion
 // is deleted (grace 0) once the kubelet has terminated it.
 func (m *Manager) RunAPISync(ctx context.Context, cfg APISyncConfig) {
-	m.mu.Lock()
-	m.dirty = make(chan types.UID, 1000)
-	m.mu.Unlock()
 	tick := cfg.Clock.NewTicker(cfg.ResyncPeriod)
 	defer tick.Stop()
 	for {
@@ -139,7 +140,7 @@ func (m *Manager) uids() []types.UID {
 }
 
 func (m *Manager) syncOne(ctx context.Context, cfg APISyncConfig, uid types.UID) {
-	st, ok := m.Get(uid)
+	st, ok := m.Lookup(uid)
 	if !ok {
 		return
 	}
@@ -147,7 +148,17 @@ func (m *Manager) syncOne(ctx context.Context, cfg APISyncConfig, uid types.UID)
 	if !ok {
 		return
 	}
-	if err := syncStatus(ctx, cfg, uid, target, st); err != nil {
+	if st.Basis != target.UID {
+		// Built without what the API holds for this object (its start
+		// time, the readiness it reported): writing it could move the
+		// object's conditions backwards. A new one is built first.
+		klog.V(3).InfoS("Pod status was built before its API object was known, rebuilding it", "pod", klog.KRef(target.Namespace, target.Name), "podUID", uid)
+		if cfg.Rebuild != nil {
+			cfg.Rebuild(uid)
+		}
+		return
+	}
+	if err := syncStatus(ctx, cfg, uid, target, st.Status); err != nil {
 		klog.V(2).InfoS("Failed to update pod status, will retry", "pod", klog.KRef(target.Namespace, target.Name), "err", err)
 	}
 }

@@ -110,7 +110,6 @@ func TestAPISyncWritesStatusAndDeletesTerminatedPods(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	waitFor("sync loop", func() bool { m.mu.RLock(); defer m.mu.RUnlock(); return m.dirty != nil })
 	m.Set(apiPod, v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.88.0.9"})
 	waitFor("status patched", func() bool {
 		p, err := cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
@@ -126,4 +125,63 @@ func TestAPISyncWritesStatusAndDeletesTerminatedPods(t *testing.T) {
 		_, err := cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
 		return err != nil
 	})
+}
+
+// A status is only written to the API object it was built on: one built
+// before a static pod's mirror pod was known asks for a rebuild instead.
+func TestAPISyncWritesOnlyToTheObjectTheStatusWasBuiltOn(t *testing.T) {
+	mirror := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etcd-node", Namespace: "kube-system", UID: "mirror-uid"},
+		Status: v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}}}
+	cs := fake.NewClientset(mirror)
+	static := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etcd-node", Namespace: "kube-system", UID: "static-uid"}}
+	m := NewManager(nil)
+	// Stored before RunAPISync starts: not lost.
+	m.SetBuiltOn(static, v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}}}, "")
+	rebuilt := make(chan types.UID, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.RunAPISync(ctx, APISyncConfig{
+		Client: kubeclienttest.Wrap(cs), Clock: testingclock.NewFakeClock(time.Unix(1000, 0)), ResyncPeriod: 10 * time.Second,
+		Target: func(types.UID) (Target, bool) {
+			return Target{Namespace: "kube-system", Name: "etcd-node", UID: "mirror-uid"}, true
+		},
+		Rebuild: func(uid types.UID) { rebuilt <- uid },
+	})
+	select {
+	case uid := <-rebuilt:
+		if uid != "static-uid" {
+			t.Fatalf("rebuild asked for %s", uid)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no rebuild asked for a status built on nothing")
+	}
+	if acts := cs.Actions(); len(acts) != 0 {
+		t.Fatalf("API calls %v for a status built on nothing", acts)
+	}
+	m.SetBuiltOn(static, v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.88.0.3", Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}}, "mirror-uid")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p, err := cs.CoreV1().Pods("kube-system").Get(ctx, "etcd-node", metav1.GetOptions{})
+		if err == nil && p.Status.PodIP == "10.88.0.3" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status built on the mirror pod not written: %+v %v", p.Status, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestSetKeepsBasis(t *testing.T) {
+	m := NewManager(nil)
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u"}}
+	m.Set(p, v1.PodStatus{Phase: v1.PodPending})
+	if st, _ := m.Lookup("u"); st.Basis != "u" {
+		t.Fatalf("a new status's basis %q, want the pod's UID", st.Basis)
+	}
+	m.SetBuiltOn(p, v1.PodStatus{Phase: v1.PodRunning}, "mirror")
+	m.Set(p, v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted"})
+	if st, _ := m.Lookup("u"); st.Basis != "mirror" || st.Status.Reason != "Evicted" {
+		t.Fatalf("Set changed the basis to %q (status %+v)", st.Basis, st.Status)
+	}
 }
