@@ -67,7 +67,7 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 	cfg, clk := b.cfg, b.clock
 	workers := podworkers.New(ctx, podworkers.Config{
 		Syncer: p.syncer, Clock: clk, ResyncInterval: cfg.SyncFrequency.Duration, BackOffPeriod: workerBackOff,
-		OnTerminated: func(pod *v1.Pod) { p.statuses.Kick(pod.UID) },
+		OnTerminated: func(pod *v1.Pod) { p.statuses.Kick(pod.UID) }, Metrics: b.metrics,
 	})
 	containerGC := containergc.New(containergc.Config{
 		Runtime: b.cri.Runtime, Clock: clk, Policy: containerGCPolicy(b.flags), SourcesReady: p.sourcesReady,
