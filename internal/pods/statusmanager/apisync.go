@@ -88,25 +88,29 @@ func MergeStatus(api, kubelet v1.PodStatus) v1.PodStatus {
 
 // statusPatch is a strategic merge patch from old to new status that also
 // carries the pod's UID, so the API server refuses it for another pod.
-func statusPatch(uid types.UID, old, new v1.PodStatus) ([]byte, error) {
+// Empty reports that the API would store the same status (they differ only
+// below what it keeps, such as sub-second times).
+func statusPatch(uid types.UID, old, new v1.PodStatus) (patch []byte, empty bool, err error) {
 	oldData, err := json.Marshal(v1.Pod{Status: old})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	newData, err := json.Marshal(v1.Pod{Status: new})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(oldData, newData, v1.Pod{})
+	patch, err = strategicpatch.CreateTwoWayMergePatch(oldData, newData, v1.Pod{})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var m map[string]any
 	if err := json.Unmarshal(patch, &m); err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	empty = len(m) == 0
 	m["metadata"] = map[string]any{"uid": uid}
-	return json.Marshal(m)
+	patch, err = json.Marshal(m)
+	return patch, empty, err
 }
 
 // RunAPISync writes changed statuses to the API server until ctx ends. It
@@ -177,14 +181,16 @@ func syncStatus(ctx context.Context, cfg APISyncConfig, uid types.UID, target Ta
 	}
 	merged := MergeStatus(apiPod.Status, st)
 	if !equalStatus(apiPod.Status, merged) {
-		patch, err := statusPatch(apiPod.UID, apiPod.Status, merged)
+		patch, empty, err := statusPatch(apiPod.UID, apiPod.Status, merged)
 		if err != nil {
 			return fmt.Errorf("build status patch: %w", err)
 		}
-		if _, err := pods.Patch(ctx, target.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
-			return fmt.Errorf("patch status: %w", err)
+		if !empty {
+			if _, err := pods.Patch(ctx, target.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+				return fmt.Errorf("patch status: %w", err)
+			}
+			klog.V(3).InfoS("Patched pod status", "pod", klog.KObj(apiPod), "phase", merged.Phase)
 		}
-		klog.V(3).InfoS("Patched pod status", "pod", klog.KObj(apiPod), "phase", merged.Phase)
 	}
 	if apiPod.DeletionTimestamp != nil && cfg.Terminated != nil && cfg.Terminated(uid) {
 		zero := int64(0)

@@ -70,9 +70,9 @@ func TestMergeStatusEvictionDisruptionTarget(t *testing.T) {
 }
 
 func TestStatusPatchCarriesUID(t *testing.T) {
-	patch, err := statusPatch("u1", v1.PodStatus{Phase: v1.PodPending}, v1.PodStatus{Phase: v1.PodRunning})
-	if err != nil {
-		t.Fatal(err)
+	patch, empty, err := statusPatch("u1", v1.PodStatus{Phase: v1.PodPending}, v1.PodStatus{Phase: v1.PodRunning})
+	if err != nil || empty {
+		t.Fatal(err, empty)
 	}
 	var m struct {
 		Metadata struct{ UID string }   `json:"metadata"`
@@ -183,5 +183,20 @@ func TestSetKeepsBasis(t *testing.T) {
 	m.Set(p, v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted"})
 	if st, _ := m.Lookup("u"); st.Basis != "mirror" || st.Status.Reason != "Evicted" {
 		t.Fatalf("Set changed the basis to %q (status %+v)", st.Basis, st.Status)
+	}
+}
+
+// Times the API keeps to the second: a status that differs only below that
+// is not written again and again.
+func TestStatusPatchEmptyBelowTheAPIsPrecision(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 5, 0, time.UTC)
+	api := v1.PodStatus{Phase: v1.PodRunning, StartTime: &metav1.Time{Time: at}}
+	kubelet := v1.PodStatus{Phase: v1.PodRunning, StartTime: &metav1.Time{Time: at.Add(300 * time.Millisecond)}}
+	if _, empty, err := statusPatch("u1", api, kubelet); err != nil || !empty {
+		t.Fatalf("patch empty=%v err=%v, want an empty patch", empty, err)
+	}
+	kubelet.Phase = v1.PodSucceeded
+	if _, empty, err := statusPatch("u1", api, kubelet); err != nil || empty {
+		t.Fatalf("patch empty=%v err=%v for a new phase", empty, err)
 	}
 }
