@@ -83,9 +83,12 @@ type Kubelet struct {
 	CgroupRoot string
 	LogPath    string
 	ExtraArgs  []string
-	cmd        *exec.Cmd
-	exited     chan struct{}
-	exitErr    error
+	// Binary is the kubelet to run: ours (KubeletBinary) when empty, or
+	// another build of it, or the upstream kubelet for comparisons.
+	Binary  string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	exitErr error
 }
 
 // StandaloneAuth is the kubelet API's authentication for standalone tests:
@@ -180,7 +183,11 @@ func (k *Kubelet) Start() {
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	k.cmd = exec.Command(KubeletBinary(k.t), k.Args()...)
+	bin := k.Binary
+	if bin == "" {
+		bin = KubeletBinary(k.t)
+	}
+	k.cmd = exec.Command(bin, k.Args()...)
 	k.cmd.Stdout, k.cmd.Stderr = logf, logf
 	if err := k.cmd.Start(); err != nil {
 		k.t.Fatalf("start kubelet: %v", err)
@@ -212,6 +219,19 @@ func (k *Kubelet) Stop() { k.signal(syscall.SIGTERM) }
 
 // Kill kills the kubelet with SIGKILL.
 func (k *Kubelet) Kill() { k.signal(syscall.SIGKILL) }
+
+// Pid is the running kubelet's process ID (0 when it is not running).
+func (k *Kubelet) Pid() int {
+	if k.cmd == nil || k.cmd.Process == nil {
+		return 0
+	}
+	select {
+	case <-k.exited:
+		return 0
+	default:
+		return k.cmd.Process.Pid
+	}
+}
 
 func (k *Kubelet) signal(sig syscall.Signal) {
 	if k.cmd == nil || k.cmd.Process == nil {
