@@ -105,7 +105,10 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 		source := nodestatus.NewSource(nodestatus.SourceConfig{
 			Static: node.static, Runtime: b.cri.Runtime, Images: b.cri.Image, PLEG: plegLoop, Pressure: evictionMgr,
 		})
-		cluster = newClusterParts(b, node, p, workers, source, evictionMgr.ConditionsChanged())
+		// The node status goes out at once when a pressure condition
+		// changes or the runtime comes back (or goes).
+		wake := anyOf(ctx, evictionMgr.ConditionsChanged(), health.Changed())
+		cluster = newClusterParts(b, node, p, workers, source, wake)
 		dc.Mirrors, dc.StatusChanged, dc.Reject = p.mirrors, p.statuses.Kick, cluster.targets.Reject
 	}
 	return &loopParts{
@@ -137,17 +140,39 @@ func newEvictionManager(b *base, p *podParts, workers *podworkers.PodWorkers, su
 	return eviction.New(ec)
 }
 
+// anyOf returns a channel that receives a value after any of chans did
+// (values not read yet coalesce into one), until ctx ends.
+func anyOf(ctx context.Context, chans ...<-chan struct{}) <-chan struct{} {
+	out := make(chan struct{}, 1)
+	for _, ch := range chans {
+		go func(ch <-chan struct{}) {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ch:
+					select {
+					case out <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}(ch)
+	}
+	return out
+}
+
 // newClusterParts builds the status writer, the node status controller
 // and the lease.
 func newClusterParts(b *base, node *nodeParts, p *podParts, workers *podworkers.PodWorkers,
-	source *nodestatus.Source, pressureChanged <-chan struct{}) *clusterParts {
+	source *nodestatus.Source, wake <-chan struct{}) *clusterParts {
 	cfg := b.cfg
 	return &clusterParts{
 		targets: p.targets,
 		node: nodestatus.New(nodestatus.Config{
 			Client: b.api.heartbeat, NodeName: b.host.nodeName, Clock: b.clock, Inputs: source.Inputs,
 			UpdateFrequency: cfg.NodeStatusUpdateFrequency.Duration, ReportFrequency: cfg.NodeStatusReportFrequency.Duration,
-			RegisterNode: derefBool(cfg.RegisterNode, true), Recorder: b.recorder, Latest: node.latest, Wake: pressureChanged,
+			RegisterNode: derefBool(cfg.RegisterNode, true), Recorder: b.recorder, Latest: node.latest, Wake: wake,
 			// Static pods waited for the Node's UID to write mirror pods.
 			OnRegistered: func(*v1.Node) { workers.SyncIf(podutil.IsStaticPod) },
 		}),

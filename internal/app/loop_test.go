@@ -1,0 +1,22 @@
+package app
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestAnyOfWakesOnEither(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := make(chan struct{}), make(chan struct{})
+	out := anyOf(ctx, a, b)
+	for _, ch := range []chan struct{}{a, b} {
+		ch <- struct{}{}
+		select {
+		case <-out:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no wake")
+		}
+	}
+}
