@@ -113,21 +113,56 @@ func statusPatch(uid types.UID, old, new v1.PodStatus) (patch []byte, empty bool
 	return patch, empty, err
 }
 
+// retryPeriod is how often, while writes fail (the API server is away),
+// one failed status is tried again; once one goes through, all do. The
+// statuses so reach the API within about a second of its return instead of
+// at the next resync.
+const retryPeriod = time.Second
+
 // RunAPISync writes changed statuses to the API server until ctx ends. It
 // also completes the deletion handshake: a pod the API marked for deletion
 // is deleted (grace 0) once the kubelet has terminated it.
 func (m *Manager) RunAPISync(ctx context.Context, cfg APISyncConfig) {
 	tick := cfg.Clock.NewTicker(cfg.ResyncPeriod)
 	defer tick.Stop()
+	failed := map[types.UID]bool{}
+	var retry clock.Timer
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
+	sync := func(uid types.UID) {
+		if m.syncOne(ctx, cfg, uid) != nil {
+			failed[uid] = true
+		} else {
+			delete(failed, uid)
+		}
+	}
 	for {
+		if len(failed) > 0 && retry == nil {
+			retry = cfg.Clock.NewTimer(retryPeriod)
+		}
+		var retryC <-chan time.Time
+		if retry != nil {
+			retryC = retry.C()
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case uid := <-m.dirty:
-			m.syncOne(ctx, cfg, uid)
+			sync(uid)
 		case <-tick.C():
 			for _, uid := range m.uids() {
-				m.syncOne(ctx, cfg, uid)
+				sync(uid)
+			}
+		case <-retryC:
+			retry = nil
+			for uid := range failed {
+				sync(uid)
+				if failed[uid] {
+					break // still failing: try again in a while
+				}
 			}
 		}
 	}
@@ -143,14 +178,16 @@ func (m *Manager) uids() []types.UID {
 	return out
 }
 
-func (m *Manager) syncOne(ctx context.Context, cfg APISyncConfig, uid types.UID) {
+// syncOne writes uid's status if it has one to write, and returns the
+// error of a write that failed.
+func (m *Manager) syncOne(ctx context.Context, cfg APISyncConfig, uid types.UID) error {
 	st, ok := m.Lookup(uid)
 	if !ok {
-		return
+		return nil
 	}
 	target, ok := cfg.Target(uid)
 	if !ok {
-		return
+		return nil
 	}
 	if st.Basis != target.UID {
 		// Built without what the API holds for this object (its start
@@ -160,11 +197,13 @@ func (m *Manager) syncOne(ctx context.Context, cfg APISyncConfig, uid types.UID)
 		if cfg.Rebuild != nil {
 			cfg.Rebuild(uid)
 		}
-		return
+		return nil
 	}
-	if err := syncStatus(ctx, cfg, uid, target, st.Status); err != nil {
+	err := syncStatus(ctx, cfg, uid, target, st.Status)
+	if err != nil {
 		klog.V(2).InfoS("Failed to update pod status, will retry", "pod", klog.KRef(target.Namespace, target.Name), "err", err)
 	}
+	return err
 }
 
 func syncStatus(ctx context.Context, cfg APISyncConfig, uid types.UID, target Target, st v1.PodStatus) error {

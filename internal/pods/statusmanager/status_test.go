@@ -3,14 +3,17 @@ package statusmanager
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/seed-kubelet/kubelet/internal/kubeclient/kubeclienttest"
@@ -198,5 +201,48 @@ func TestStatusPatchEmptyBelowTheAPIsPrecision(t *testing.T) {
 	kubelet.Phase = v1.PodSucceeded
 	if _, empty, err := statusPatch("u1", api, kubelet); err != nil || empty {
 		t.Fatalf("patch empty=%v err=%v for a new phase", empty, err)
+	}
+}
+
+// While the API server is away, a failed status is tried again every
+// second, not only at the next resync: it reaches the API within a second
+// of its return.
+func TestAPISyncRetriesFailedWritesSoon(t *testing.T) {
+	apiPod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"}}
+	cs := fake.NewClientset(apiPod)
+	var down atomic.Bool
+	down.Store(true)
+	cs.PrependReactor("*", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if down.Load() {
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	m := NewManager(nil)
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.RunAPISync(ctx, APISyncConfig{
+		Client: kubeclienttest.Wrap(cs), Clock: clk, ResyncPeriod: 10 * time.Second,
+		Target: func(uid types.UID) (Target, bool) { return Target{Namespace: "default", Name: "web", UID: uid}, true },
+	})
+	m.Set(apiPod, v1.PodStatus{Phase: v1.PodSucceeded})
+	waitUntil(t, "the retry timer beside the resync ticker", func() bool { return clk.Waiters() >= 2 })
+	down.Store(false)
+	clk.Step(retryPeriod)
+	waitUntil(t, "status written a second after the API came back", func() bool {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == v1.PodSucceeded
+	})
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
