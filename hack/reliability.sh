@@ -26,9 +26,10 @@
 # full run of both.
 #
 # Everything runs on a containerd private to this run (hack/private-
-# containerd.sh; the tests kill it) and, for the apiserver outage, a control
-# plane of its own on other ports; the other tests use the shared control
-# plane (hack/start-control-plane.sh) and never stop it. Needs root.
+# containerd.sh; the tests kill it) and a control plane of the suite's own
+# (SEED_CP, on free ports; the apiserver outage takes down yet another one),
+# so the suite never touches the shared control plane or containerd and can
+# run beside other tests. Needs root.
 #
 # Usage: hack/reliability.sh [--full] [--kubelet ours|upstream|both] [--run REGEX]
 # Output: _output/reliability/ (figures.jsonl, results.md, the go test log
@@ -61,7 +62,7 @@ mkdir -p "$OUT"
 TIMEOUT=20m
 ((full)) && TIMEOUT=120m
 
-log "preparing the node and the control plane (logs in ${OUT})"
+log "preparing the node and the cluster tools (logs in ${OUT})"
 bash hack/setup-node.sh >"${OUT}/setup-node.log" 2>&1 || {
   tail -n 20 "${OUT}/setup-node.log" >&2
   die "hack/setup-node.sh failed"
@@ -71,10 +72,6 @@ tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
 bash hack/build-cluster-tools.sh "${tools[@]}" >"${OUT}/build-cluster-tools.log" 2>&1 || {
   tail -n 20 "${OUT}/build-cluster-tools.log" >&2
   die "hack/build-cluster-tools.sh failed"
-}
-bash hack/start-control-plane.sh >"${OUT}/control-plane.log" 2>&1 || {
-  tail -n 20 "${OUT}/control-plane.log" >&2
-  die "hack/start-control-plane.sh failed"
 }
 
 # A containerd of this run's own: every kubelet stops the pods it does not

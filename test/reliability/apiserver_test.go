@@ -19,15 +19,16 @@ import (
 const apiserverDown = 60 * time.Second
 
 // TestAPIServerOutage takes the apiserver of a control plane of its own
-// (never the shared one) away for a minute while the kubelet runs pods, one
+// (neither the shared one nor the suite's) away for a minute while the kubelet runs pods, one
 // of which finishes during the outage. No container may restart or change;
 // once the apiserver is back, every status must be right in the API within
 // 10 s: the steady pods Running and Ready, the finished one Succeeded.
 func TestAPIServerOutage(t *testing.T) {
 	privateRuntime(t)
-	inst := framework.Instance{Name: ifw.UniqueName("rel"),
-		APIServerPort: ifw.FreePort(t), EtcdClientPort: ifw.FreePort(t), EtcdPeerPort: ifw.FreePort(t),
-		ControllerManagerPort: ifw.FreePort(t), SchedulerPort: ifw.FreePort(t)}
+	inst, err := newInstance()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cp := framework.StartControlPlane(t, inst)
 	ns := cp.Namespace(t, ifw.UniqueName("rel-outage"))
 	n := startNode(t, cp)

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/seed-kubelet/kubelet/test/e2e/framework"
 	ifw "github.com/seed-kubelet/kubelet/test/integration/framework"
 )
 
@@ -32,7 +31,7 @@ const churnParallel = 5
 // network namespace, pod cgroup, mount or pod directory, and the kubelet's
 // resident memory back within 10 % of where it was after a warm-up.
 func TestPodChurn(t *testing.T) {
-	cp := framework.ControlPlane(t)
+	cp := controlPlane(t)
 	ns := cp.Namespace(t, ifw.UniqueName("rel-churn"))
 	n := startNode(t, cp)
 	warmup, cycles := scale(10, 50), scale(40, 1000)

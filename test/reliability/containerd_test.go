@@ -34,7 +34,7 @@ const runtimeDown = 5 * time.Second
 // node): no container may change or restart.
 func TestContainerdRestart(t *testing.T) {
 	privateRuntime(t)
-	cp := framework.ControlPlane(t)
+	cp := controlPlane(t)
 	ns := cp.Namespace(t, ifw.UniqueName("rel-containerd"))
 	n := startNode(t, cp)
 	pods := scale(10, 30)

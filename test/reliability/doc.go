@@ -10,5 +10,7 @@
 //
 // Every test runs its kubelet on a private containerd (never the shared
 // one: a kubelet stops pods it does not know), named by
-// $RELIABILITY_CONTAINERD and reached at $CONTAINER_RUNTIME_ENDPOINT.
+// $RELIABILITY_CONTAINERD and reached at $CONTAINER_RUNTIME_ENDPOINT, and
+// joins a control plane of the suite's own (TestMain stops it), never the
+// shared one.
 package reliability

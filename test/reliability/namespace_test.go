@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/seed-kubelet/kubelet/test/e2e/framework"
 	ifw "github.com/seed-kubelet/kubelet/test/integration/framework"
 )
 
@@ -23,13 +22,19 @@ import (
 // within 30 s; the upstream kubelet is given 10 minutes (on this machine its
 // TearDown hits "device or resource busy" and backs off).
 func TestNamespaceDeletion(t *testing.T) {
-	cp := framework.ControlPlane(t)
+	cp := controlPlane(t)
 	ns := cp.Namespace(t, ifw.UniqueName("rel-nsdel"))
 	n := startNode(t, cp)
 	pods := scale(10, 30)
 	var specs []*v1.Pod
 	for i := 0; i < pods; i++ {
-		specs = append(specs, sleeper(n.NodeName, fmt.Sprintf("p%02d", i)))
+		p := sleeper(n.NodeName, fmt.Sprintf("p%02d", i))
+		// The namespace controller checks again after about half the longest
+		// grace period of the pods still there; the containers exit on
+		// SIGTERM at once whatever it is.
+		grace := int64(5)
+		p.Spec.TerminationGracePeriodSeconds = &grace
+		specs = append(specs, p)
 	}
 	createPods(t, n.client, ns, specs)
 	running := waitPods(t, n.client, ns, pods, 5*time.Minute, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/seed-kubelet/kubelet/test/e2e/framework"
 	ifw "github.com/seed-kubelet/kubelet/test/integration/framework"
 )
 
@@ -33,7 +32,7 @@ const noSyncMetricWait = 90 * time.Second
 // again (plus a status resync period): no pod is ever shown not Ready, no
 // container restarts or changes.
 func TestKubeletRestart(t *testing.T) {
-	cp := framework.ControlPlane(t)
+	cp := controlPlane(t)
 	ns := cp.Namespace(t, ifw.UniqueName("rel-restart"))
 	n := startNode(t, cp)
 	pods := scale(10, 50)

@@ -30,13 +30,13 @@ const goroutineSlack = 5
 // apiserver (kubectl) and kills each client mid-way; once they are gone the
 // kubelet's goroutines must be back to where they were.
 func TestAbortedStreams(t *testing.T) {
-	cp := framework.ControlPlane(t)
+	cp := controlPlane(t)
 	ns := cp.Namespace(t, ifw.UniqueName("rel-streams"))
 	n := startNode(t, cp)
 	createPods(t, n.client, ns, []*v1.Pod{withReadinessProbe(sleeper(n.NodeName, "target"))})
 	waitPods(t, n.client, ns, 1, 3*time.Minute, "Ready", podReady)
 	kubectl := filepath.Join(framework.BinDir(), "kubectl")
-	s := &streams{t: t, n: n, ns: ns, kubectl: kubectl}
+	s := &streams{t: t, n: n, ns: ns, kubectl: kubectl, kubeconfig: cp.Kubeconfig}
 
 	// Warm up every path (connection pools, caches), then take the baseline.
 	for i := 0; i < 6; i++ {
@@ -48,19 +48,21 @@ func TestAbortedStreams(t *testing.T) {
 	for i := 0; i < count; i++ {
 		s.abort(i)
 	}
-	elapsed := time.Since(start)
-	var after int
-	var back time.Duration
-	ifw.Eventually(t, 2*time.Minute, time.Second, "kubelet goroutines back to the baseline", func() (bool, error) {
-		after = s.goroutines()
-		back = time.Since(start) - elapsed
-		return after <= baseline+goroutineSlack, fmt.Errorf("%d goroutines, baseline %d", after, baseline)
-	})
+	done := time.Now()
+	// The lowest count seen until it is back to the baseline (or two
+	// minutes passed), as the baseline is the lowest of a quiet spell.
+	after := s.goroutines()
+	for after > baseline && time.Since(done) < 2*time.Minute {
+		time.Sleep(500 * time.Millisecond)
+		after = min(after, s.goroutines())
+	}
+	back := time.Since(done)
+	t.Logf("%d streams in %v", count, done.Sub(start).Round(time.Millisecond))
 	figure(t, "streams_aborted", float64(count), "", "")
 	figure(t, "goroutines_baseline", float64(baseline), "", "")
 	figure(t, "goroutines_after", float64(after), "", "")
 	figure(t, "goroutines_over_baseline", float64(after-baseline), "", fmt.Sprintf("<= %d", goroutineSlack))
-	figure(t, "goroutines_back_after", seconds(back), "s", "")
+	figure(t, "goroutines_settled_after", seconds(back), "s", "")
 }
 
 type streams struct {
@@ -68,6 +70,8 @@ type streams struct {
 	n       *node
 	ns      string
 	kubectl string
+	// kubeconfig is the control plane's admin kubeconfig.
+	kubeconfig string
 }
 
 // goroutines is the kubelet's go_goroutines.
@@ -115,7 +119,7 @@ func (s *streams) abort(i int) {
 func (s *streams) run(args ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), streamAbortAfter)
 	defer cancel()
-	exec.CommandContext(ctx, s.kubectl, append([]string{"--kubeconfig", framework.AdminKubeconfig(), "-n", s.ns}, args...)...).Run()
+	exec.CommandContext(ctx, s.kubectl, append([]string{"--kubeconfig", s.kubeconfig, "-n", s.ns}, args...)...).Run()
 }
 
 var forwarding = regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+)`)
@@ -126,7 +130,7 @@ func (s *streams) portForward() {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, s.kubectl, "--kubeconfig", framework.AdminKubeconfig(), "-n", s.ns,
+	cmd := exec.CommandContext(ctx, s.kubectl, "--kubeconfig", s.kubeconfig, "-n", s.ns,
 		"port-forward", "--address", "127.0.0.1", "pod/target", ":8080")
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -102,33 +102,59 @@ func StartControlPlane(t testing.TB, inst Instance) *Cluster {
 		binary(t, b)
 	}
 	t.Cleanup(func() {
-		if out, err := runScriptEnv(2*time.Minute, true, inst.env(), "hack/stop-control-plane.sh", "--clean"); err != nil {
-			t.Errorf("stop control plane %s: %v\n%s", inst.Name, err, out)
+		if err := StopInstance(inst); err != nil {
+			t.Errorf("%v", err)
 		}
 	})
-	c := &Cluster{Instance: inst}
-	c.start(t)
+	start := time.Now()
+	c, err := StartInstance(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("control plane %s ready after %v", c.Config.Host, time.Since(start).Round(time.Millisecond))
 	return c
 }
 
+// StartInstance starts a separate control plane (idempotent) and returns
+// it once its apiserver is ready; StopInstance undoes it. For a suite that
+// keeps one control plane across its tests (from TestMain).
+func StartInstance(inst Instance) (*Cluster, error) {
+	if inst.shared() {
+		return nil, fmt.Errorf("StartInstance is for a separate control plane; the shared one is ControlPlane's")
+	}
+	for _, b := range controlPlaneBinaries {
+		if st, err := os.Stat(filepath.Join(BinDir(), b)); err != nil || st.Mode()&0o111 == 0 {
+			return nil, fmt.Errorf("%s is missing: build the cluster tools with `bash hack/build-cluster-tools.sh`", filepath.Join(BinDir(), b))
+		}
+	}
+	c := &Cluster{Instance: inst}
+	return c, c.start()
+}
+
+// StopInstance stops a separate control plane and deletes its data.
+func StopInstance(inst Instance) error {
+	if out, err := runScriptEnv(2*time.Minute, true, inst.env(), "hack/stop-control-plane.sh", "--clean"); err != nil {
+		return fmt.Errorf("stop control plane %s: %v\n%s", inst.Name, err, out)
+	}
+	return nil
+}
+
 // start runs the start script and waits for /readyz.
-func (c *Cluster) start(t testing.TB) {
-	t.Helper()
-	start := time.Now()
+func (c *Cluster) start() error {
 	out, err := runScriptEnv(StartTimeout, true, c.Instance.env(), "hack/start-control-plane.sh")
 	if err != nil {
-		t.Fatalf("hack/start-control-plane.sh (%s): %v\n%s", c.Instance.URL(), err, out)
+		return fmt.Errorf("hack/start-control-plane.sh (%s): %v\n%s", c.Instance.URL(), err, out)
 	}
 	cfg := c.Instance.adminConfig()
 	if err := ready(cfg); err != nil {
-		t.Fatalf("hack/start-control-plane.sh succeeded but %s is not ready: %v\n%s", cfg.Host, err, out)
+		return fmt.Errorf("hack/start-control-plane.sh succeeded but %s is not ready: %v\n%s", cfg.Host, err, out)
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		t.Fatalf("admin client: %v", err)
+		return fmt.Errorf("admin client: %v", err)
 	}
 	c.Config, c.Client, c.Kubeconfig = cfg, client, c.Instance.AdminKubeconfig()
-	t.Logf("control plane %s ready after %v", cfg.Host, time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // KillAPIServer kills the instance's apiserver with SIGKILL (a SIGTERM would
@@ -154,10 +180,35 @@ func (c *Cluster) KillAPIServer(t testing.TB) {
 }
 
 // Restart starts whatever of the instance is not running (after
-// KillAPIServer) and waits until the apiserver is ready.
-func (c *Cluster) Restart(t testing.TB) {
+// KillAPIServer), waits until all of it is ready, and returns when its
+// apiserver first answered /readyz again.
+func (c *Cluster) Restart(t testing.TB) time.Time {
 	t.Helper()
-	c.start(t)
+	stop := make(chan struct{})
+	first := make(chan time.Time, 1)
+	go func() {
+		defer close(first)
+		for {
+			if ready(c.Instance.adminConfig()) == nil {
+				first <- time.Now()
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	err := c.start()
+	close(stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := <-first; ok {
+		return at
+	}
+	return time.Now()
 }
 
 // NodeCredentials issues (or reuses) nodeName's credentials for this
