@@ -174,6 +174,9 @@ func startNode(t *testing.T, cp *framework.Cluster, extraConfig ...string) *node
 	switch {
 	case kubeletName() == "upstream":
 		k.Binary = framework.UpstreamKubelet(t)
+		// Upstream's wants its cgroupRoot in every mounted hierarchy, the
+		// named systemd one too.
+		otherCgroupHierarchies(t, k.CgroupRoot)
 	case os.Getenv(envBinary) != "":
 		k.Binary = os.Getenv(envBinary)
 	}
@@ -668,4 +671,38 @@ func runningContainers(t *testing.T, rs runtimeapi.RuntimeServiceClient) int {
 		t.Fatalf("list containers: %v", err)
 	}
 	return len(resp.Containers)
+}
+
+// otherCgroupHierarchies creates path in the cgroup hierarchies mounted
+// beside the controllers' (the named "systemd" one, the "unified" one) and
+// removes it, with what a kubelet made below it, when the test ends.
+func otherCgroupHierarchies(t *testing.T, path string) {
+	t.Helper()
+	for _, h := range []string{"systemd", "unified"} {
+		dir := filepath.Join("/sys/fs/cgroup", h, path)
+		if _, err := os.Stat(filepath.Dir(dir)); err != nil {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatalf("create cgroup %s: %v", dir, err)
+		}
+		t.Cleanup(func() { removeCgroupTree(t, dir) })
+	}
+}
+
+// removeCgroupTree removes a cgroup directory and those below it, deepest
+// first (a cgroup's files go with its directory).
+func removeCgroupTree(t *testing.T, dir string) {
+	var dirs []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := syscall.Rmdir(dirs[i]); err != nil && !os.IsNotExist(err) {
+			t.Logf("remove cgroup %s: %v", dirs[i], err)
+		}
+	}
 }
