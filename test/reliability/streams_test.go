@@ -4,6 +4,7 @@ package reliability
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -45,6 +46,7 @@ func TestAbortedStreams(t *testing.T) {
 	baseline := s.settled(30 * time.Second)
 	count := scale(30, 200)
 	start := time.Now()
+	s.failed = 0
 	for i := 0; i < count; i++ {
 		s.abort(i)
 	}
@@ -59,6 +61,8 @@ func TestAbortedStreams(t *testing.T) {
 	back := time.Since(done)
 	t.Logf("%d streams in %v", count, done.Sub(start).Round(time.Millisecond))
 	figure(t, "streams_aborted", float64(count), "", "")
+	// A stream that never reached the kubelet tests nothing.
+	figure(t, "streams_failed", float64(s.failed), "", "== 0")
 	figure(t, "goroutines_baseline", float64(baseline), "", "")
 	figure(t, "goroutines_after", float64(after), "", "")
 	figure(t, "goroutines_over_baseline", float64(after-baseline), "", fmt.Sprintf("<= %d", goroutineSlack))
@@ -72,6 +76,8 @@ type streams struct {
 	kubectl string
 	// kubeconfig is the control plane's admin kubeconfig.
 	kubeconfig string
+	// failed counts the streams that never reached the container.
+	failed int
 }
 
 // goroutines is the kubelet's go_goroutines.
@@ -115,11 +121,30 @@ func (s *streams) abort(i int) {
 	}
 }
 
-// run runs kubectl with args and kills it after streamAbortAfter.
+// run runs kubectl with args and kills it after streamAbortAfter. A
+// kubectl that ends on its own before that never got its stream (the
+// apiserver could not reach the kubelet, the kubelet refused it): that
+// stream counts as failed.
 func (s *streams) run(args ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), streamAbortAfter)
 	defer cancel()
-	exec.CommandContext(ctx, s.kubectl, append([]string{"--kubeconfig", s.kubeconfig, "-n", s.ns}, args...)...).Run()
+	cmd := exec.CommandContext(ctx, s.kubectl, append([]string{"--kubeconfig", s.kubeconfig, "-n", s.ns}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if ctx.Err() == nil {
+		s.fail("kubectl %s ended before it was killed (%v): %s", args[0], err, bytes.TrimSpace(stderr.Bytes()))
+	}
+}
+
+// fail counts a stream that never reached the container and logs the
+// first few.
+func (s *streams) fail(format string, args ...any) {
+	s.t.Helper()
+	s.failed++
+	if s.failed <= 3 {
+		s.t.Logf(format, args...)
+	}
 }
 
 var forwarding = regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+)`)
@@ -136,6 +161,8 @@ func (s *streams) portForward() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
@@ -149,12 +176,14 @@ func (s *streams) portForward() {
 		}
 	}
 	if port == "" {
-		s.t.Errorf("kubectl port-forward printed no local port")
+		cancel()
+		cmd.Wait()
+		s.fail("kubectl port-forward printed no local port: %s", bytes.TrimSpace(stderr.Bytes()))
 		return
 	}
 	conn, err := net.DialTimeout("tcp", "127.0.0.1:"+port, 5*time.Second)
 	if err != nil {
-		s.t.Errorf("connect to the forwarded port: %v", err)
+		s.fail("connect to the forwarded port: %v", err)
 		return
 	}
 	defer conn.Close()
