@@ -7,6 +7,9 @@
 #
 #   hack/private-containerd.sh NAME          start; prints the CRI endpoint
 #   hack/private-containerd.sh NAME stop     stop it and remove its state
+#   hack/private-containerd.sh NAME purge    stop it and remove its root too
+#                                            (images, snapshots): for a NAME
+#                                            used once
 #
 # Socket /run/seed-NAME/containerd.sock, root /var/lib/seed-NAME/containerd,
 # log /var/log/seed-NAME-containerd.log. Run hack/setup-node.sh first. Needs
@@ -66,5 +69,9 @@ stop() {
 case ${2:-start} in
 start) start ;;
 stop) stop ;;
+purge)
+  stop
+  rm -rf "$(dirname "$P_ROOT")"
+  ;;
 *) die "unknown action ${2}" ;;
 esac

@@ -78,7 +78,8 @@ bash hack/build-cluster-tools.sh "${tools[@]}" >"${OUT}/build-cluster-tools.log"
 # know, and the containerd test kills it.
 NAME=rel-$$
 ENDPOINT=$(bash hack/private-containerd.sh "$NAME" 2>"${OUT}/containerd.log")
-cleanup() { bash hack/private-containerd.sh "$NAME" stop >>"${OUT}/containerd.log" 2>&1 || true; }
+# Named after this run, so its root goes with it.
+cleanup() { bash hack/private-containerd.sh "$NAME" purge >>"${OUT}/containerd.log" 2>&1 || true; }
 trap cleanup EXIT
 
 # Kernel settings the upstream kubelet sets on start (protectKernelDefaults
