@@ -11,6 +11,9 @@
 #                                            the same with containerd 2.x
 #                                            (run hack/setup-containerd2.sh first;
 #                                            PRIVATE_CONTAINERD_VERSION=2 below)
+#   hack/private-containerd.sh NAME purge    stop it and remove its root too
+#                                            (images, snapshots): for a NAME
+#                                            used once
 #
 # Socket /run/seed-NAME/containerd.sock, root /var/lib/seed-NAME/containerd,
 # log /var/log/seed-NAME-containerd.log. Run hack/setup-node.sh first. Needs
@@ -128,5 +131,9 @@ stop() {
 case ${2:-start} in
 start) start ;;
 stop) stop ;;
+purge)
+  stop
+  rm -rf "$(dirname "$P_ROOT")"
+  ;;
 *) die "unknown action ${2}" ;;
 esac

@@ -21,20 +21,22 @@
 # 10s. There is no kube-proxy either: pods cannot reach the apiserver.
 #
 # Environment: ETCD_UNSAFE_NO_FSYNC=1 runs etcd without fsync (faster writes
-# on slow disks; the data does not survive a machine crash).
+# on slow disks; the data does not survive a machine crash). SEED_CP=NAME
+# and the *_PORT variables start a separate control plane instead (see
+# hack/lib/cluster.sh).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
 
-ETCD_PID=${RUN_DIR}/etcd.pid
-APISERVER_PID=${RUN_DIR}/kube-apiserver.pid
-CM_PID=${RUN_DIR}/kube-controller-manager.pid
-SCHEDULER_PID=${RUN_DIR}/kube-scheduler.pid
-ETCD_LOG=/var/log/seed-etcd.log
-APISERVER_LOG=/var/log/seed-kube-apiserver.log
-CM_LOG=/var/log/seed-kube-controller-manager.log
-SCHEDULER_LOG=/var/log/seed-kube-scheduler.log
-START_LOCK=${RUN_DIR}/control-plane.lock
+ETCD_PID=$(pidfile etcd)
+APISERVER_PID=$(pidfile kube-apiserver)
+CM_PID=$(pidfile kube-controller-manager)
+SCHEDULER_PID=$(pidfile kube-scheduler)
+ETCD_LOG=$(logfile etcd)
+APISERVER_LOG=$(logfile kube-apiserver)
+CM_LOG=$(logfile kube-controller-manager)
+SCHEDULER_LOG=$(logfile kube-scheduler)
+START_LOCK=${RUN_DIR}/${CP_PREFIX}control-plane.lock
 
 check_binaries() {
   local b missing=()
@@ -48,7 +50,7 @@ generate_pki() {
   local t0
   t0=$(now_ms)
   lock_pki
-  local stamp=${PKI_DIR}/.checked files=() n
+  local stamp=${PKI_STAMP} files=() n
   for n in apiserver apiserver-kubelet-client admin controller-manager scheduler front-proxy-ca front-proxy-client; do
     files+=("${PKI_DIR}/${n}.crt" "${PKI_DIR}/${n}.key")
   done
@@ -132,7 +134,8 @@ port_taken() {
 # those it would be started with now (its *_CMD array), the binary's path
 # aside: each worktree reaches the shared _output/bin by a path of its own.
 cmd_changed() {
-  local pidfile=${RUN_DIR}/$1.pid running want
+  local pidfile running want
+  pidfile=$(pidfile "$1")
   local -n cmd=$(cmd_var "$1")
   running=$(tr '\0' '\n' <"/proc/$(<"$pidfile")/cmdline" | tail -n +2) || return 1
   want=$(printf '%s\n' "${cmd[@]:1}")
@@ -159,12 +162,12 @@ cmd_var() {
 # exit.
 restart_changed() {
   local name pidfile reason api_restarts=no
-  pidfile=${RUN_DIR}/kube-apiserver.pid
+  pidfile=$APISERVER_PID
   if pid_alive "$pidfile" && { stale "$pidfile" || [[ $PKI_CHANGED == yes ]] || cmd_changed kube-apiserver; }; then
     api_restarts=yes
   fi
   for name in kube-scheduler kube-controller-manager kube-apiserver etcd; do
-    pidfile=${RUN_DIR}/${name}.pid
+    pidfile=$(pidfile "$name")
     pid_alive "$pidfile" || continue
     if stale "$pidfile"; then
       reason="binary rebuilt"
@@ -235,7 +238,7 @@ commands() {
   APISERVER_CMD=(
     "${BIN_DIR}/kube-apiserver"
     --etcd-servers="$ETCD_CLIENT_URL"
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=6443
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT"
     --endpoint-reconciler-type=none
     --tls-cert-file="${PKI_DIR}/apiserver.crt" --tls-private-key-file="${PKI_DIR}/apiserver.key"
     --client-ca-file="${PKI_DIR}/ca.crt"
@@ -301,12 +304,12 @@ main() {
   restart_changed
 
   mkdir -p "$ETCD_DATA_DIR" && chmod 700 "$ETCD_DATA_DIR"
-  ensure etcd "$ETCD_PID" "$ETCD_LOG" etcd_healthy 2379 -- "${ETCD_CMD[@]}"
+  ensure etcd "$ETCD_PID" "$ETCD_LOG" etcd_healthy "$ETCD_CLIENT_PORT" -- "${ETCD_CMD[@]}"
   await etcd "$ETCD_PID" "$ETCD_LOG" 20 etcd_healthy
   etcd_version=$(curl -sf --max-time 2 "${ETCD_CLIENT_URL}/version" | sed -n 's/.*"etcdserver":"\([^"]*\)".*/\1/p')
   [[ $etcd_version == 3.[6-9]* ]] || die "etcd on ${ETCD_CLIENT_URL} is ${etcd_version:-unknown}; kube-apiserver 1.36 needs 3.6"
 
-  ensure kube-apiserver "$APISERVER_PID" "$APISERVER_LOG" apiserver_ready 6443 -- "${APISERVER_CMD[@]}"
+  ensure kube-apiserver "$APISERVER_PID" "$APISERVER_LOG" apiserver_ready "$APISERVER_PORT" -- "${APISERVER_CMD[@]}"
   await kube-apiserver "$APISERVER_PID" "$APISERVER_LOG" 90 apiserver_ready
 
   # Started once the apiserver is ready: the controller-manager gives up
@@ -331,7 +334,7 @@ main() {
     log "control plane already running ($(($(now_ms) - t0))ms)"
   fi
   log "apiserver ${APISERVER_URL}, admin kubeconfig ${ADMIN_KUBECONFIG}, CA ${PKI_DIR}/ca.crt"
-  log "logs /var/log/seed-{etcd,kube-apiserver,kube-controller-manager,kube-scheduler}.log"
+  log "logs /var/log/seed-${CP_PREFIX}{etcd,kube-apiserver,kube-controller-manager,kube-scheduler}.log"
 }
 
 main "$@"

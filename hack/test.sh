@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole suite: prepares the node (hack/setup-node.sh, and containerd 2.x
-# beside it: hack/setup-containerd2.sh), then go vet, the
-# unit tests and the integration tests against the real containerd. Runs
-# every step and exits non-zero if any failed. Needs root.
+# beside it: hack/setup-containerd2.sh), then go vet, the unit tests (and a
+# short run of every fuzz target, hack/fuzz.sh 10s), the integration tests
+# against the real containerd, the cluster (e2e) tests and the scaled-down
+# reliability suite (hack/reliability.sh; --full and long fuzzing run on
+# their own). Runs every step and exits non-zero if any failed. Needs root.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 cd "$REPO_ROOT"
@@ -26,6 +28,7 @@ fi
 step vet go vet ./...
 step vet-integration go vet -tags integration ./...
 step unit go test ./...
+step fuzz bash hack/fuzz.sh 10s
 step integration go test -tags integration -count=1 -p 1 -timeout 25m ./test/integration/... ./internal/node/stats/... ./internal/api/streaming/...
 # The same suite on containerd 2.x, which has the CRI container event stream.
 step integration-containerd2 env CONTAINER_RUNTIME_ENDPOINT=unix:///run/containerd2/containerd.sock \
@@ -42,6 +45,8 @@ step metrics-families go test -tags "integration upstream" -count=1 -p 1 -timeou
 step control-plane bash hack/start-control-plane.sh
 # test/e2e/kubeadm (kubeadm init and join, about 2 minutes) runs last.
 step e2e go test -tags e2e -count=1 -p 1 -timeout 35m ./test/e2e/...
+step vet-reliability go vet -tags reliability ./test/reliability/...
+step reliability bash hack/reliability.sh
 
 if ((${#failed[@]})); then
   echo "FAILED: ${failed[*]}" >&2

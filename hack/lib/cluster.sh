@@ -16,21 +16,57 @@
 #   _output/admin.kubeconfig              cluster-admin (O=system:masters)
 #   /var/log/seed-{etcd,kube-apiserver,kube-controller-manager,kube-scheduler}.log
 #   /run/seed-kubelet/*.pid               pidfiles
+#
+# A separate control plane (for a test that stops its apiserver, or needs
+# other flags, while others use the shared one) is named by SEED_CP and
+# listens on the ports it is given:
+#   SEED_CP=NAME APISERVER_PORT=P ETCD_CLIENT_PORT=P ETCD_PEER_PORT=P \
+#     CONTROLLER_MANAGER_PORT=P SCHEDULER_PORT=P hack/start-control-plane.sh
+# (the same variables for hack/stop-control-plane.sh and
+# hack/make-node-credentials.sh). It shares the PKI above (the CA, the
+# apiserver's certificate for 127.0.0.1, the service-account keys, the
+# client certificates) and has its own etcd data, kubeconfigs, node
+# credentials and admin kubeconfig under /var/lib/seed-kubelet/cp-NAME/,
+# pidfiles /run/seed-kubelet/NAME-*.pid and logs /var/log/seed-NAME-*.log.
 
 CP_STATE_DIR=/var/lib/seed-kubelet
 PKI_DIR=${CP_STATE_DIR}/pki
-KUBECONFIG_DIR=${CP_STATE_DIR}/kubeconfig
-NODES_DIR=${CP_STATE_DIR}/nodes
-ETCD_DATA_DIR=${CP_STATE_DIR}/etcd
-ADMIN_KUBECONFIG=${OUT_DIR}/admin.kubeconfig
+SEED_CP=${SEED_CP:-}
+APISERVER_PORT=${APISERVER_PORT:-6443}
+ETCD_CLIENT_PORT=${ETCD_CLIENT_PORT:-2379}
+ETCD_PEER_PORT=${ETCD_PEER_PORT:-2380}
+CONTROLLER_MANAGER_PORT=${CONTROLLER_MANAGER_PORT:-10257}
+SCHEDULER_PORT=${SCHEDULER_PORT:-10259}
+if [[ -z $SEED_CP ]]; then
+  CP_DIR=${CP_STATE_DIR}
+  ADMIN_KUBECONFIG=${OUT_DIR}/admin.kubeconfig
+  CP_PREFIX=""
+else
+  [[ $SEED_CP =~ ^[a-z0-9-]+$ ]] || die "SEED_CP must be lower-case letters, digits and dashes"
+  for _port in "$APISERVER_PORT:6443" "$ETCD_CLIENT_PORT:2379" "$ETCD_PEER_PORT:2380" \
+    "$CONTROLLER_MANAGER_PORT:10257" "$SCHEDULER_PORT:10259"; do
+    [[ ${_port%%:*} != "${_port##*:}" ]] ||
+      die "control plane ${SEED_CP}: give it its own ports (APISERVER_PORT, ETCD_CLIENT_PORT, ETCD_PEER_PORT, CONTROLLER_MANAGER_PORT, SCHEDULER_PORT)"
+  done
+  CP_DIR=${CP_STATE_DIR}/cp-${SEED_CP}
+  ADMIN_KUBECONFIG=${CP_DIR}/admin.kubeconfig
+  CP_PREFIX=${SEED_CP}-
+fi
+KUBECONFIG_DIR=${CP_DIR}/kubeconfig
+NODES_DIR=${CP_DIR}/nodes
+ETCD_DATA_DIR=${CP_DIR}/etcd
+# Where the PKI check of this control plane is recorded (see pki_fresh).
+PKI_STAMP=${PKI_DIR}/.checked${SEED_CP:+-${SEED_CP}}
+# pidfile NAME / logfile NAME: where this control plane's component NAME
+# records its pid and writes its log.
+pidfile() { echo "${RUN_DIR}/${CP_PREFIX}$1.pid"; }
+logfile() { echo "/var/log/seed-${CP_PREFIX}$1.log"; }
 
-APISERVER_URL=https://127.0.0.1:6443
-ETCD_CLIENT_URL=http://127.0.0.1:2379
-ETCD_PEER_URL=http://127.0.0.1:2380
+APISERVER_URL=https://127.0.0.1:${APISERVER_PORT}
+ETCD_CLIENT_URL=http://127.0.0.1:${ETCD_CLIENT_PORT}
+ETCD_PEER_URL=http://127.0.0.1:${ETCD_PEER_PORT}
 SERVICE_CIDR=10.0.0.0/24
 SERVICE_ACCOUNT_ISSUER=https://kubernetes.default.svc.cluster.local
-CONTROLLER_MANAGER_PORT=10257
-SCHEDULER_PORT=10259
 
 PKI_LOCK=${CP_STATE_DIR}/.pki.lock
 PKI_CHANGED=no

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
@@ -73,7 +74,7 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 	cfg, clk := b.cfg, b.clock
 	workers := podworkers.New(ctx, podworkers.Config{
 		Syncer: p.syncer, Clock: clk, ResyncInterval: cfg.SyncFrequency.Duration, BackOffPeriod: workerBackOff,
-		OnTerminated: func(pod *v1.Pod) { p.statuses.Kick(pod.UID); p.changed.poke() },
+		OnTerminated: func(pod *v1.Pod) { p.statuses.Kick(pod.UID); p.changed.poke() }, Metrics: b.metrics,
 	})
 	if p.objects != nil {
 		// A pod waiting for a local object (FailedMount,
@@ -132,7 +133,11 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 		if shutdownMgr != nil {
 			sc.Shutdown = shutdownMgr
 		}
-		wake := nodeStatusWake(ctx, b.identity, evictionMgr.ConditionsChanged(), p.storage.inUseChanged, shutdownChanged)
+		// The node status goes out at once when a pressure condition
+		// changes, the runtime comes back (or goes), a volume that needs
+		// attaching comes into use, the node starts shutting down, or the
+		// client certificate changes.
+		wake := nodeStatusWake(ctx, b.identity, evictionMgr.ConditionsChanged(), health.Changed(), p.storage.inUseChanged, shutdownChanged)
 		cluster = newClusterParts(b, node, p, workers, nodestatus.NewSource(sc), wake)
 		dc.Mirrors, dc.StatusChanged, dc.Reject = p.mirrors, p.statuses.Kick, cluster.targets.Reject
 	}
@@ -203,14 +208,14 @@ func newShutdownManager(b *base, killer *eviction.Killer, activePods func() []*v
 // newClusterParts builds the status writer, the node status controller
 // and the lease.
 func newClusterParts(b *base, node *nodeParts, p *podParts, workers *podworkers.PodWorkers,
-	source *nodestatus.Source, pressureChanged <-chan struct{}) *clusterParts {
+	source *nodestatus.Source, wake <-chan struct{}) *clusterParts {
 	cfg := b.cfg
 	return &clusterParts{
-		targets: statusmanager.NewTargets(statusmanager.TargetsConfig{Pods: p.pods, Statuses: p.statuses, Recorder: b.recorder, Clock: b.clock}),
+		targets: p.targets,
 		node: nodestatus.New(nodestatus.Config{
 			Client: b.api.heartbeat, NodeName: b.host.nodeName, Clock: b.clock, Inputs: source.Inputs,
 			UpdateFrequency: cfg.NodeStatusUpdateFrequency.Duration, ReportFrequency: cfg.NodeStatusReportFrequency.Duration,
-			RegisterNode: derefBool(cfg.RegisterNode, true), Recorder: b.recorder, Latest: node.latest, Wake: pressureChanged,
+			RegisterNode: derefBool(cfg.RegisterNode, true), Recorder: b.recorder, Latest: node.latest, Wake: wake,
 			// Static pods waited for the Node's UID to write mirror pods.
 			OnRegistered: func(*v1.Node) { workers.SyncIf(podutil.IsStaticPod) },
 		}),
@@ -236,6 +241,7 @@ func (l *loopParts) start(ctx context.Context) error {
 		go p.statuses.RunAPISync(ctx, statusmanager.APISyncConfig{
 			Client: b.api.main, Clock: b.clock, ResyncPeriod: statusResync,
 			Target: c.targets.Target, Terminated: l.workers.IsTerminated,
+			Rebuild: func(uid types.UID) { l.workers.Sync(uid) },
 		})
 		go c.node.Run(ctx)
 		b.recorder.Eventf(nodestatus.NodeRef(b.host.nodeName), v1.EventTypeNormal, events.StartingKubelet, "Starting kubelet.")

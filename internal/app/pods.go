@@ -37,8 +37,9 @@ import (
 type podParts struct {
 	pods     *podmanager.Manager
 	statuses *statusmanager.Manager
-	// mirrors is nil in standalone mode.
+	// mirrors and targets are nil in standalone mode.
 	mirrors     *mirror.Manager
+	targets     *statusmanager.Targets
 	runtime     *kuberuntime.Manager
 	probes      *prober.Manager
 	volumes     *volume.Manager
@@ -74,9 +75,11 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	statuses := statusmanager.NewManager(onStatus)
 	var inputs *podinputs.Source
 	var mirrors *mirror.Manager
+	var targets *statusmanager.Targets
 	if b.api != nil {
 		inputs = podinputs.New(podinputs.Config{Client: b.api.main, Clock: clk, Recorder: b.recorder})
 		mirrors = mirror.NewManager(mirror.New(mirror.Config{Client: b.api.main, NodeName: b.host.nodeName, NodeUID: node.latest.UID}), pods)
+		targets = statusmanager.NewTargets(statusmanager.TargetsConfig{Pods: pods, Statuses: statuses, Recorder: b.recorder, Clock: clk})
 	}
 	spec := criOptions(cfg, b.flags.RootDirectory, b.host, node.containers.CgroupV2())
 	// A resourceFieldRef to a missing limit reads the node's allocatable.
@@ -159,11 +162,13 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 		MaxDeadPerContainer: gcPolicy.MaxPerPodContainer, Volumes: volumes, Probes: probes, Recorder: b.recorder, Metrics: b.metrics,
 	}
 	if mirrors != nil {
-		syncCfg.Mirrors = mirrors
+		// After a restart a status builds on what the API holds (start
+		// time, transition times, readiness), not on nothing.
+		syncCfg.Mirrors, syncCfg.Reported = mirrors, targets.Reported
 	}
 	podCfg, names := startSources(ctx, b, objects)
 	return &podParts{
-		pods: pods, statuses: statuses, mirrors: mirrors, runtime: runtimeMgr, probes: probes, syncer: podsync.New(syncCfg),
+		pods: pods, statuses: statuses, mirrors: mirrors, targets: targets, runtime: runtimeMgr, probes: probes, syncer: podsync.New(syncCfg),
 		logRotation: logRotation, imageGC: imageGC, sources: podCfg, sourceNames: names, credentialPlugins: creds.Plugins,
 		volumes: volumes, storage: store, objects: objects, changed: changed,
 	}, nil

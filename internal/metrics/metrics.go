@@ -36,6 +36,10 @@ type Metrics struct {
 	PodStartDuration prometheus.Histogram
 	// PodStartSLIDuration is measured from the pod's creation, as upstream's SLI.
 	PodStartSLIDuration *prometheus.HistogramVec
+	// PodWorkerDuration times each pod worker step by operation_type:
+	// create (a worker's first sync), update (after a new spec), sync,
+	// kill (stopping the pod) and terminated (cleaning up after it).
+	PodWorkerDuration *prometheus.HistogramVec
 	// PLEGRelistDuration and PLEGRelistInterval time the PLEG's relists.
 	PLEGRelistDuration prometheus.Histogram
 	PLEGRelistInterval prometheus.Histogram
@@ -77,6 +81,11 @@ func New() *Metrics {
 			Help:    "Duration in seconds to start a pod, excluding time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch",
 			Buckets: podStartBuckets,
 		}, []string{}),
+		PodWorkerDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: subsystem, Name: "pod_worker_duration_seconds",
+			Help:    "Duration in seconds to sync a single pod. Broken down by operation type: create, update, or sync",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"operation_type"}),
 		PLEGRelistDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Subsystem: subsystem, Name: "pleg_relist_duration_seconds",
 			Help:    "Duration in seconds for relisting pods in PLEG.",
@@ -148,7 +157,7 @@ func New() *Metrics {
 // extra collectors given, and the Go and process collectors.
 func (m *Metrics) Registry(extra ...prometheus.Collector) *prometheus.Registry {
 	r := prometheus.NewRegistry()
-	r.MustRegister(m.PodStartDuration, m.PodStartSLIDuration, m.PLEGRelistDuration, m.PLEGRelistInterval,
+	r.MustRegister(m.PodStartDuration, m.PodStartSLIDuration, m.PodWorkerDuration, m.PLEGRelistDuration, m.PLEGRelistInterval,
 		m.RunningPods, m.RunningContainers, m.RuntimeOperationsDuration, m.RuntimeOperationsTotal,
 		m.RuntimeOperationsErrors, m.Evictions, m.EvictionStatsAge, m.ImageGarbageCollected,
 		m.GracefulShutdownStartTime, m.GracefulShutdownEndTime,

@@ -41,18 +41,7 @@ func joinNode(t *testing.T, extraConfig ...string) *node {
 func joinNodeNamed(t *testing.T, nodeName string, extraConfig ...string) *node {
 	t.Helper()
 	cp := framework.ControlPlane(t)
-	creds := framework.NodeCredentials(t, nodeName)
-	// As a cluster node: x509 (the apiserver's client certificate) and
-	// webhook authentication, webhook authorization, the node's serving pair.
-	clusterAuth := webhookAuth(creds.CACert) + fmt.Sprintf("\ntlsCertFile: %s\ntlsPrivateKeyFile: %s", creds.ServingCert, creds.ServingKey)
-	k := ifw.NewKubeletWithAuth(t, clusterAuth, extraConfig...)
-	k.NodeName = nodeName
-	k.ExtraArgs = append(k.ExtraArgs, "--kubeconfig", creds.Kubeconfig, "--node-ip", "127.0.0.1")
-	t.Cleanup(func() {
-		ctx := context.Background()
-		cp.Client.CoreV1().Nodes().Delete(ctx, k.NodeName, metav1.DeleteOptions{})
-	})
-	return &node{Kubelet: k, client: cp.Client}
+	return &node{Kubelet: cp.JoinNode(t, nodeName, extraConfig...), client: cp.Client}
 }
 
 // webhookAuth is a cluster node's kubelet API authentication: x509 client
@@ -92,16 +81,7 @@ func namespace(t *testing.T, c kubernetes.Interface) string {
 // namespaceNamed is namespace for a namespace called ns.
 func namespaceNamed(t *testing.T, c kubernetes.Interface, ns string) string {
 	t.Helper()
-	ctx := ctxT(t)
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 60*time.Second, "default service account in "+ns, func() (bool, error) {
-		_, err := c.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, err
-	})
-	t.Cleanup(func() { c.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	return ns
+	return framework.ControlPlane(t).Namespace(t, ns)
 }
 
 func podOn(nodeName, name string, command ...string) *v1.Pod {

@@ -16,6 +16,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 )
 
 // Pods finds a pod by namespace/name (the kubelet's pod manager has
@@ -179,7 +181,7 @@ func (h *containerLogs) prepare(ctx context.Context, namespace, podName, contain
 
 // stream reads the log file of the container instance containerID.
 func (h *containerLogs) stream(ctx context.Context, containerID string, opts Options, stdout, stderr io.Writer) error {
-	id := runtimeID(containerID)
+	id := podutil.RuntimeContainerID(containerID)
 	resp, err := h.cfg.Runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
 	if err != nil {
 		klog.V(4).InfoS("Cannot get container status for its logs", "containerID", containerID, "err", err)

@@ -39,13 +39,13 @@ func newPod(ns, name string, uid types.UID, policy v1.RestartPolicy, containers 
 }
 
 // instance adds a container instance whose log file holds content.
-func (f *fixture) instance(t *testing.T, uid types.UID, name, id string, attempt uint32, state runtimeapi.ContainerState, exitCode int32, content string) {
+func (f *fixture) instance(t testing.TB, uid types.UID, name, id string, attempt uint32, state runtimeapi.ContainerState, exitCode int32, content string) {
 	path := filepath.Join(f.dir, string(uid), name, strconv.Itoa(int(attempt))+".log")
 	writeFile(t, path, content)
 	f.rt.add(uid, name, id, attempt, int64(attempt)+1, state, exitCode, path)
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	f := &fixture{dir: t.TempDir(), pods: fakePods{}, rt: newFakeRuntime(), statuses: fakeStatuses{}, clock: testingclock.NewFakeClock(t0.Add(10 * time.Second))}
 
 	web := newPod("ns", "web", "u-web", v1.RestartPolicyAlways, "app", "waiter", "crash", "both")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,14 +99,6 @@ func chooseContainer(podName string, cs *v1.ContainerStatus, name string, previo
 		}
 	}
 	return "", fmt.Errorf("container %q in pod %q is waiting to start - no logs yet", name, podName)
-}
-
-// runtimeID strips the "<runtime>://" prefix of an API container ID.
-func runtimeID(containerID string) string {
-	if _, id, ok := strings.Cut(containerID, "://"); ok {
-		return id
-	}
-	return containerID
 }
 
 // apiStatus is the container's status: the kubelet's own when it has one

@@ -45,14 +45,6 @@ func TestChooseContainer(t *testing.T) {
 	}
 }
 
-func TestRuntimeIDStripsTheRuntimeName(t *testing.T) {
-	for in, want := range map[string]string{"containerd://abc": "abc", "cri-o://x": "x", "bare": "bare"} {
-		if got := runtimeID(in); got != want {
-			t.Errorf("runtimeID(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestWaitingReasonFromTheRuntime checks the reason a never-run container
 // waits with, from its init containers' instances.
 func TestWaitingReasonFromTheRuntime(t *testing.T) {

@@ -36,7 +36,7 @@ func (m *Manager) Ensure(ctx context.Context, static *v1.Pod) error {
 		return nil
 	}
 	if mp, ok := m.pods.Mirror(static); ok {
-		if mp.DeletionTimestamp == nil && mp.Annotations[podutil.ConfigMirrorAnnotationKey] == static.Annotations[podutil.ConfigHashAnnotationKey] {
+		if mp.DeletionTimestamp == nil && podutil.IsMirrorOf(mp, static) {
 			return nil
 		}
 		klog.V(2).InfoS("Replacing mirror pod", "pod", klog.KObj(mp), "deleting", mp.DeletionTimestamp != nil)

@@ -114,7 +114,7 @@ func (m *Manager) OrphanedMirrors() []*v1.Pod {
 	var out []*v1.Pod
 	for name, mp := range m.mirrors {
 		sp, ok := m.byName[name]
-		if !ok || !podutil.IsStaticPod(sp) || mp.Annotations[podutil.ConfigMirrorAnnotationKey] != sp.Annotations[podutil.ConfigHashAnnotationKey] {
+		if !ok || !podutil.IsStaticPod(sp) || !podutil.IsMirrorOf(mp, sp) {
 			out = append(out, mp)
 		}
 	}

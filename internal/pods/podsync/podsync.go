@@ -61,6 +61,11 @@ type Config struct {
 	// Metrics receives the pod start durations; nil means a private set
 	// nobody serves.
 	Metrics *metrics.Metrics
+	// Reported returns the status the API server holds for pod (the pod's
+	// own, or a static pod's mirror pod's) and that object's UID; false
+	// when there is none to know (standalone mode, or a static pod whose
+	// mirror pod is not known yet). May be nil (standalone).
+	Reported func(pod *v1.Pod) (status v1.PodStatus, object types.UID, ok bool)
 }
 
 // ActiveDeadline reports whether pod has run past activeDeadlineSeconds
@@ -82,7 +87,7 @@ func ActiveDeadline(pod *v1.Pod, started *metav1.Time, now time.Time) (exceeded 
 type Probes interface {
 	AddPod(pod *v1.Pod)
 	RemovePod(uid types.UID)
-	ContainerStarted(pod *v1.Pod, containerName, containerID string, startedAt time.Time)
+	ContainerStarted(pod *v1.Pod, containerName, containerID string, startedAt time.Time, prior prober.Prior)
 	ContainerStopped(uid types.UID, containerName string)
 	Result(uid types.UID, container string, t prober.ProbeType) prober.Result
 	Ready(uid types.UID, container string) bool
@@ -144,12 +149,61 @@ func New(cfg Config) *Syncer {
 		mounts: backoff.New(mountRetryInitial, mountRetryMax, cfg.Clock), mountFailed: map[types.UID]time.Time{}}
 }
 
+// Baseline picks the status a pod's new status builds on (start time,
+// transition times, readiness the prober starts from) and the API object
+// the new status will be built on, as upstream's status manager takes the
+// cached status, else the mirror pod's, else the pod's own: the status last
+// stored when it was built on the same API object; else what the API holds
+// (after a kubelet restart, or for a static pod whose mirror pod just became
+// known) unless that is still empty (a mirror pod just created). It is pure.
+func Baseline(stored statusmanager.Stored, haveStored bool, api v1.PodStatus, object types.UID, haveAPI bool) (v1.PodStatus, types.UID) {
+	switch {
+	case !haveAPI:
+		object = ""
+		if haveStored {
+			return stored.Status, object
+		}
+		return v1.PodStatus{}, object
+	case haveStored && (stored.Basis == object || api.StartTime == nil):
+		return stored.Status, object
+	default:
+		return api, object
+	}
+}
+
+// baseline is Baseline for pod now.
+func (s *Syncer) baseline(pod *v1.Pod) (v1.PodStatus, types.UID) {
+	stored, haveStored := s.cfg.Status.Lookup(pod.UID)
+	var api v1.PodStatus
+	var object types.UID
+	var haveAPI bool
+	if s.cfg.Reported != nil {
+		api, object, haveAPI = s.cfg.Reported(pod)
+	}
+	return Baseline(stored, haveStored, api, object, haveAPI)
+}
+
+// PriorOf is what base (a status last reported) says about the container
+// instance id of container name: ready, started. Only a report of that very
+// instance counts. It is pure.
+func PriorOf(base v1.PodStatus, name, id string) prober.Prior {
+	for _, list := range [][]v1.ContainerStatus{base.ContainerStatuses, base.InitContainerStatuses} {
+		for _, cs := range list {
+			if cs.Name != name || cs.ContainerID == "" || podutil.RuntimeContainerID(cs.ContainerID) != id || cs.State.Running == nil {
+				continue
+			}
+			return prober.Prior{Ready: cs.Ready, Started: cs.Started != nil && *cs.Started}
+		}
+	}
+	return prober.Prior{}
+}
+
 func (s *Syncer) publish(pod *v1.Pod, st *kuberuntime.PodStatus) v1.PodStatus {
 	return s.publishWith(pod, st, false)
 }
 
 func (s *Syncer) publishWith(pod *v1.Pod, st *kuberuntime.PodStatus, terminal bool) v1.PodStatus {
-	old, _ := s.cfg.Status.Get(pod.UID)
+	old, basis := s.baseline(pod)
 	s.mu.Lock()
 	failures := make(map[string]kuberuntime.ContainerFailure, len(s.failures[pod.UID]))
 	for k, v := range s.failures[pod.UID] {
@@ -165,7 +219,7 @@ func (s *Syncer) publishWith(pod *v1.Pod, st *kuberuntime.PodStatus, terminal bo
 		in.Started = func(name string) bool { return s.cfg.Probes.Started(pod.UID, name) }
 	}
 	ps := podstatus.Generate(in)
-	s.cfg.Status.Set(pod, ps)
+	s.cfg.Status.SetBuiltOn(pod, ps, basis)
 	s.observeStart(pod, ps)
 	return ps
 }
@@ -213,9 +267,9 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	if err != nil {
 		return podworkers.Outcome{}, fmt.Errorf("get runtime status of pod %s: %w", klog.KObj(pod), err)
 	}
-	// The prober learns of the running containers before the status is
-	// computed: a container found running (a kubelet restart) is ready at
-	// once, not after the next periodic sync.
+	// The prober learns the running instances (and, after a restart, what
+	// was last reported about them) before the status is generated: a
+	// status must never say less than what the probes already know.
 	unhealthy := s.probe(pod, st)
 	ps := s.publish(pod, st)
 	if ps.Phase == v1.PodSucceeded || ps.Phase == v1.PodFailed {
@@ -337,6 +391,7 @@ func (s *Syncer) probe(pod *v1.Pod, st *kuberuntime.PodStatus) map[string]kuberu
 	}
 	s.cfg.Probes.AddPod(withIP)
 	pod = withIP
+	base, _ := s.baseline(pod)
 	var unhealthy map[string]kuberuntime.Unhealthy
 	check := func(c *v1.Container) {
 		cs := st.FindContainer(c.Name)
@@ -347,7 +402,7 @@ func (s *Syncer) probe(pod *v1.Pod, st *kuberuntime.PodStatus) map[string]kuberu
 			s.cfg.Probes.ContainerStopped(pod.UID, c.Name)
 			return
 		}
-		s.cfg.Probes.ContainerStarted(pod, c.Name, cs.ID, cs.StartedAt)
+		s.cfg.Probes.ContainerStarted(pod, c.Name, cs.ID, cs.StartedAt, PriorOf(base, c.Name, cs.ID))
 		kind := ""
 		switch {
 		case s.cfg.Probes.Result(pod.UID, c.Name, prober.Startup) == prober.Failure:

@@ -42,7 +42,7 @@ func (f *fakeProbes) AddPod(pod *v1.Pod) { f.added = append(f.added, pod) }
 func (f *fakeProbes) RemovePod(uid types.UID) {
 	f.removed = append(f.removed, uid)
 }
-func (f *fakeProbes) ContainerStarted(_ *v1.Pod, name, id string, _ time.Time) {
+func (f *fakeProbes) ContainerStarted(_ *v1.Pod, name, id string, _ time.Time, _ prober.Prior) {
 	f.started = append(f.started, name+" "+id)
 }
 func (f *fakeProbes) ContainerStopped(_ types.UID, name string) { f.stopped = append(f.stopped, name) }

@@ -1,6 +1,8 @@
 package podutil
 
 import (
+	"strings"
+
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -18,4 +20,14 @@ func HasRestartableInitContainer(pod *v1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// RuntimeContainerID strips the "<runtime>://" prefix of a container ID as
+// the API has it (status.containerStatuses[].containerID), leaving the
+// runtime's own ID.
+func RuntimeContainerID(containerID string) string {
+	if _, id, ok := strings.Cut(containerID, "://"); ok {
+		return id
+	}
+	return containerID
 }

@@ -44,6 +44,13 @@ func IsMirrorPod(pod *v1.Pod) bool {
 	return ok
 }
 
+// IsMirrorOf reports whether mirror is the mirror pod of this version of
+// the static pod: its mirror annotation carries the static pod's hash.
+func IsMirrorOf(mirror, static *v1.Pod) bool {
+	h, ok := mirror.Annotations[ConfigMirrorAnnotationKey]
+	return ok && h == static.Annotations[ConfigHashAnnotationKey]
+}
+
 // IsCriticalPod reports whether the pod is static, a mirror pod, or has at
 // least the system-critical priority.
 func IsCriticalPod(pod *v1.Pod) bool {

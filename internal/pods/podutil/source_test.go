@@ -82,3 +82,11 @@ func TestRestartableInitContainer(t *testing.T) {
 		t.Error("HasRestartableInitContainer with a sidecar = false")
 	}
 }
+
+func TestRuntimeContainerIDStripsTheRuntimeName(t *testing.T) {
+	for in, want := range map[string]string{"containerd://abc": "abc", "cri-o://x": "x", "bare": "bare"} {
+		if got := RuntimeContainerID(in); got != want {
+			t.Errorf("RuntimeContainerID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

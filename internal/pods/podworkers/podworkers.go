@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/metrics"
 )
 
 // State of a pod worker.
@@ -76,6 +78,9 @@ type Config struct {
 	// OnTerminated, when set, is called once a pod's containers are all
 	// stopped for good (for example to finish its deletion in the API).
 	OnTerminated func(pod *v1.Pod)
+	// Metrics receives kubelet_pod_worker_duration_seconds; nil means a
+	// private set nobody serves.
+	Metrics *metrics.Metrics
 }
 
 type worker struct {
@@ -87,6 +92,7 @@ type worker struct {
 	kill     *Update // sticky once asked
 	removed  bool
 	cleaned  bool // terminated-cleanup done (with removal if removed)
+	synced   bool // SyncPod ran at least once
 	// waiters are closed when the worker reaches Terminated.
 	waiters  []chan<- struct{}
 	wake     chan struct{}
@@ -107,6 +113,9 @@ type PodWorkers struct {
 
 // New returns PodWorkers whose goroutines end with ctx.
 func New(ctx context.Context, cfg Config) *PodWorkers {
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
 	return &PodWorkers{cfg: cfg, ctx: ctx, workers: map[types.UID]*worker{}, holders: map[string]types.UID{}}
 }
 
@@ -196,9 +205,14 @@ func (p *PodWorkers) run(w *worker) {
 func (p *PodWorkers) step(w *worker) bool {
 	p.mu.Lock()
 	state := w.state
+	op := "sync"
 	if w.pending != nil {
 		w.pod = w.pending.Pod
 		w.pending = nil
+		op = "update"
+	}
+	if !w.synced {
+		op = "create"
 	}
 	pod := w.pod
 	kill := w.kill
@@ -221,11 +235,17 @@ func (p *PodWorkers) step(w *worker) bool {
 	p.mu.Unlock()
 
 	ctx := p.ctx
+	start := p.cfg.Clock.Now()
+	observe := func(op string) {
+		p.cfg.Metrics.PodWorkerDuration.WithLabelValues(op).Observe(p.cfg.Clock.Since(start).Seconds())
+	}
 	switch state {
 	case Syncing:
 		out, err := p.cfg.Syncer.SyncPod(ctx, pod)
+		observe(op)
 		p.mu.Lock()
 		defer p.mu.Unlock()
+		w.synced = true
 		switch {
 		case err != nil:
 			klog.ErrorS(err, "Error syncing pod, skipping", "pod", klog.KObj(pod), "podUID", pod.UID)
@@ -244,7 +264,9 @@ func (p *PodWorkers) step(w *worker) bool {
 			w.nextSync = p.cfg.Clock.Now().Add(wait.Jitter(p.cfg.ResyncInterval, 0.5))
 		}
 	case Terminating:
-		if err := p.cfg.Syncer.SyncTerminatingPod(ctx, pod, kill.GracePeriod); err != nil {
+		err := p.cfg.Syncer.SyncTerminatingPod(ctx, pod, kill.GracePeriod)
+		observe("kill")
+		if err != nil {
 			klog.ErrorS(err, "Error terminating pod, will retry", "pod", klog.KObj(pod), "podUID", pod.UID)
 			p.mu.Lock()
 			w.nextSync = p.cfg.Clock.Now().Add(p.cfg.BackOffPeriod)
@@ -269,7 +291,9 @@ func (p *PodWorkers) step(w *worker) bool {
 		}
 		p.mu.Unlock()
 	case Terminated:
-		if err := p.cfg.Syncer.SyncTerminatedPod(ctx, pod, removed); err != nil {
+		err := p.cfg.Syncer.SyncTerminatedPod(ctx, pod, removed)
+		observe("terminated")
+		if err != nil {
 			klog.ErrorS(err, "Error cleaning up terminated pod, will retry", "pod", klog.KObj(pod), "podUID", pod.UID)
 			p.mu.Lock()
 			w.nextSync = p.cfg.Clock.Now().Add(p.cfg.BackOffPeriod)

@@ -2,14 +2,18 @@ package podworkers
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/seed-kubelet/kubelet/internal/metrics"
 )
 
 // recorder is a Syncer that records calls and can block SyncPod.
@@ -178,4 +182,48 @@ func TestSyncDueHonoursRequeue(t *testing.T) {
 	clk.Step(time.Second)
 	pw.SyncDue()
 	expect(t, rec, "sync a v1")
+}
+
+// kubelet_pod_worker_duration_seconds counts each step by operation type,
+// as upstream: create (first sync), update (new spec), sync, kill,
+// terminated.
+func TestPodWorkerDurationMetric(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	rec := &recorder{notify: make(chan string, 100), terminal: map[types.UID]bool{}}
+	m := metrics.New()
+	pw := New(ctx, Config{Syncer: rec, Clock: clk, ResyncInterval: time.Minute, BackOffPeriod: 10 * time.Second, Metrics: m})
+	t.Cleanup(func() { cancel(); pw.Wait() })
+	p := pod("a", "web", "v1")
+	pw.UpdatePod(Update{Pod: p})
+	expect(t, rec, "sync a v1")
+	pw.UpdatePod(Update{Pod: pod("a", "web", "v2")})
+	expect(t, rec, "sync a v2")
+	pw.Sync("a")
+	expect(t, rec, "sync a v2")
+	pw.UpdatePod(Update{Pod: p, Type: Kill, Removed: true})
+	expect(t, rec, "terminating a", "removed a")
+	want := map[string]uint64{"create": 1, "update": 1, "sync": 1, "kill": 1, "terminated": 1}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m.PodWorkerDuration)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := map[string]uint64{}
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			for _, metric := range mf.GetMetric() {
+				got[metric.GetLabel()[0].GetValue()] = metric.GetHistogram().GetSampleCount()
+			}
+		}
+		if reflect.DeepEqual(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod_worker_duration_seconds counts %v, want %v", got, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -36,6 +36,10 @@ type APISyncConfig struct {
 	Terminated func(uid types.UID) bool
 	// ResyncPeriod re-sends every status (10 s upstream).
 	ResyncPeriod time.Duration
+	// Rebuild asks for a pod's status to be generated again: its stored
+	// status was built before the API object it goes to was known (a
+	// static pod synced before its mirror pod arrived). May be nil.
+	Rebuild func(uid types.UID)
 }
 
 // kubeletConditions are the pod conditions the kubelet owns; others (set
@@ -84,45 +88,81 @@ func MergeStatus(api, kubelet v1.PodStatus) v1.PodStatus {
 
 // statusPatch is a strategic merge patch from old to new status that also
 // carries the pod's UID, so the API server refuses it for another pod.
-func statusPatch(uid types.UID, old, new v1.PodStatus) ([]byte, error) {
+// Empty reports that the API would store the same status (they differ only
+// below what it keeps, such as sub-second times).
+func statusPatch(uid types.UID, old, new v1.PodStatus) (patch []byte, empty bool, err error) {
 	oldData, err := json.Marshal(v1.Pod{Status: old})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	newData, err := json.Marshal(v1.Pod{Status: new})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	patch, err := smp.CreateTwoWayMergePatch(oldData, newData, v1.Pod{})
+	patch, err = smp.CreateTwoWayMergePatch(oldData, newData, v1.Pod{})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var m map[string]any
 	if err := json.Unmarshal(patch, &m); err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	empty = len(m) == 0
 	m["metadata"] = map[string]any{"uid": uid}
-	return json.Marshal(m)
+	patch, err = json.Marshal(m)
+	return patch, empty, err
 }
+
+// retryPeriod is how often, while writes fail (the API server is away),
+// one failed status is tried again; once one goes through, all do. The
+// statuses so reach the API within about a second of its return instead of
+// at the next resync.
+const retryPeriod = time.Second
 
 // RunAPISync writes changed statuses to the API server until ctx ends. It
 // also completes the deletion handshake: a pod the API marked for deletion
 // is deleted (grace 0) once the kubelet has terminated it.
 func (m *Manager) RunAPISync(ctx context.Context, cfg APISyncConfig) {
-	m.mu.Lock()
-	m.dirty = make(chan types.UID, 1000)
-	m.mu.Unlock()
 	tick := cfg.Clock.NewTicker(cfg.ResyncPeriod)
 	defer tick.Stop()
+	failed := map[types.UID]bool{}
+	var retry clock.Timer
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
+	sync := func(uid types.UID) {
+		if m.syncOne(ctx, cfg, uid) != nil {
+			failed[uid] = true
+		} else {
+			delete(failed, uid)
+		}
+	}
 	for {
+		if len(failed) > 0 && retry == nil {
+			retry = cfg.Clock.NewTimer(retryPeriod)
+		}
+		var retryC <-chan time.Time
+		if retry != nil {
+			retryC = retry.C()
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case uid := <-m.dirty:
-			m.syncOne(ctx, cfg, uid)
+			sync(uid)
 		case <-tick.C():
 			for _, uid := range m.uids() {
-				m.syncOne(ctx, cfg, uid)
+				sync(uid)
+			}
+		case <-retryC:
+			retry = nil
+			for uid := range failed {
+				sync(uid)
+				if failed[uid] {
+					break // still failing: try again in a while
+				}
 			}
 		}
 	}
@@ -138,18 +178,32 @@ func (m *Manager) uids() []types.UID {
 	return out
 }
 
-func (m *Manager) syncOne(ctx context.Context, cfg APISyncConfig, uid types.UID) {
-	st, ok := m.Get(uid)
+// syncOne writes uid's status if it has one to write, and returns the
+// error of a write that failed.
+func (m *Manager) syncOne(ctx context.Context, cfg APISyncConfig, uid types.UID) error {
+	st, ok := m.Lookup(uid)
 	if !ok {
-		return
+		return nil
 	}
 	target, ok := cfg.Target(uid)
 	if !ok {
-		return
+		return nil
 	}
-	if err := syncStatus(ctx, cfg, uid, target, st); err != nil {
+	if st.Basis != target.UID {
+		// Built without what the API holds for this object (its start
+		// time, the readiness it reported): writing it could move the
+		// object's conditions backwards. A new one is built first.
+		klog.V(3).InfoS("Pod status was built before its API object was known, rebuilding it", "pod", klog.KRef(target.Namespace, target.Name), "podUID", uid)
+		if cfg.Rebuild != nil {
+			cfg.Rebuild(uid)
+		}
+		return nil
+	}
+	err := syncStatus(ctx, cfg, uid, target, st.Status)
+	if err != nil {
 		klog.V(2).InfoS("Failed to update pod status, will retry", "pod", klog.KRef(target.Namespace, target.Name), "err", err)
 	}
+	return err
 }
 
 func syncStatus(ctx context.Context, cfg APISyncConfig, uid types.UID, target Target, st v1.PodStatus) error {
@@ -166,14 +220,16 @@ func syncStatus(ctx context.Context, cfg APISyncConfig, uid types.UID, target Ta
 	}
 	merged := MergeStatus(apiPod.Status, st)
 	if !equalStatus(apiPod.Status, merged) {
-		patch, err := statusPatch(apiPod.UID, apiPod.Status, merged)
+		patch, empty, err := statusPatch(apiPod.UID, apiPod.Status, merged)
 		if err != nil {
 			return fmt.Errorf("build status patch: %w", err)
 		}
-		if _, err := pods.Patch(ctx, target.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
-			return fmt.Errorf("patch status: %w", err)
+		if !empty {
+			if _, err := pods.Patch(ctx, target.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+				return fmt.Errorf("patch status: %w", err)
+			}
+			klog.V(3).InfoS("Patched pod status", "pod", klog.KObj(apiPod), "phase", merged.Phase)
 		}
-		klog.V(3).InfoS("Patched pod status", "pod", klog.KObj(apiPod), "phase", merged.Phase)
 	}
 	if apiPod.DeletionTimestamp != nil && cfg.Terminated != nil && cfg.Terminated(uid) {
 		zero := int64(0)

@@ -56,7 +56,7 @@ func (t *Targets) Reject(p *v1.Pod, reason, message string) {
 }
 
 // Target is APISyncConfig.Target: false when the pod is unknown or is a
-// static pod whose mirror pod does not exist yet.
+// static pod without a mirror pod of its version yet.
 func (t *Targets) Target(uid types.UID) (Target, bool) {
 	p, ok := t.cfg.Pods.Get(uid)
 	if !ok {
@@ -67,14 +67,39 @@ func (t *Targets) Target(uid types.UID) (Target, bool) {
 			return Target{}, false
 		}
 	}
-	if podutil.IsStaticPod(p) {
-		mp, ok := t.cfg.Pods.Mirror(p)
-		if !ok {
-			return Target{}, false
-		}
-		return Target{Namespace: mp.Namespace, Name: mp.Name, UID: mp.UID}, true
+	obj, ok := t.object(p)
+	if !ok {
+		return Target{}, false
 	}
-	return Target{Namespace: p.Namespace, Name: p.Name, UID: p.UID}, true
+	return Target{Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID}, true
+}
+
+// object is the API object pod's status goes to: the pod as the pod
+// manager has it last (a rejected or removed pod: as given), or a static
+// pod's mirror pod of its version.
+func (t *Targets) object(pod *v1.Pod) (*v1.Pod, bool) {
+	if podutil.IsStaticPod(pod) {
+		mp, ok := t.cfg.Pods.Mirror(pod)
+		if !ok || !podutil.IsMirrorOf(mp, pod) {
+			return nil, false
+		}
+		return mp, true
+	}
+	if cur, ok := t.cfg.Pods.Get(pod.UID); ok {
+		return cur, true
+	}
+	return pod, true
+}
+
+// Reported is podsync.Config.Reported: the status the API server holds for
+// pod (as the last watch event showed it) and the UID of the object that
+// holds it; false for a static pod without a mirror pod of its version.
+func (t *Targets) Reported(pod *v1.Pod) (v1.PodStatus, types.UID, bool) {
+	obj, ok := t.object(pod)
+	if !ok {
+		return v1.PodStatus{}, "", false
+	}
+	return *obj.Status.DeepCopy(), obj.UID, true
 }
 
 // RejectedStatus is the status of a pod admission refused, as upstream.

@@ -53,6 +53,24 @@ func TestTargets(t *testing.T) {
 	if _, ok := tg.Target("unknown"); ok {
 		t.Error("unknown pod has a target")
 	}
+	// What the API holds: the pod manager's latest copy, or the mirror pod's.
+	mirror.Status.Message, api.Status.Message = "mirror's", "api's"
+	if st, obj, ok := tg.Reported(static); !ok || obj != "mirror" || st.Message != "mirror's" {
+		t.Errorf("static pod: reported %q on %q %v, want the mirror pod's", st.Message, obj, ok)
+	}
+	if st, obj, ok := tg.Reported(&v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "api"}}); !ok || obj != "api" || st.Message != "api's" {
+		t.Errorf("API pod: reported %q on %q %v, want the pod manager's copy", st.Message, obj, ok)
+	}
+	// A mirror pod of an older version of the static pod is no target.
+	stale := mirror.DeepCopy()
+	stale.Annotations[podutil.ConfigMirrorAnnotationKey] = "older"
+	pods.AddOrUpdate(stale)
+	if got, ok := tg.Target("static"); ok {
+		t.Errorf("static pod: target %+v, a mirror pod of another version", got)
+	}
+	if _, _, ok := tg.Reported(static); ok {
+		t.Error("static pod: reported the status of a mirror pod of another version")
+	}
 
 	rejected := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "rej", Name: "big", Namespace: "ns"}}
 	tg.Reject(rejected, "OutOfmemory", "Node didn't have enough resource: memory")

@@ -18,8 +18,11 @@ import (
 const (
 	versionRetryInitial = 500 * time.Millisecond
 	versionRetryMax     = 30 * time.Second
-	// HealthPeriod is how often Health asks the runtime's Status.
+	// HealthPeriod is how often Health asks a healthy runtime's Status.
 	HealthPeriod = 5 * time.Second
+	// UnhealthyPeriod is how often it asks while the runtime is unhealthy,
+	// so that its return is seen (and the node reported Ready) at once.
+	UnhealthyPeriod = time.Second
 )
 
 // VersionClient is the part of the runtime service WaitForRuntime asks.
@@ -62,16 +65,23 @@ type HealthConfig struct {
 	Clock   clock.Clock  // required
 }
 
-// Health keeps the runtime's last health, polled every HealthPeriod, for
-// /healthz.
+// Health keeps the runtime's last health, polled every HealthPeriod (every
+// UnhealthyPeriod while unhealthy), for /healthz and the node's Ready
+// condition.
 type Health struct {
-	cfg  HealthConfig
-	mu   sync.Mutex
-	last error
+	cfg     HealthConfig
+	mu      sync.Mutex
+	last    error
+	changed chan struct{}
 }
 
 // NewHealth returns a Health that reports healthy until Run first asks.
-func NewHealth(cfg HealthConfig) *Health { return &Health{cfg: cfg} }
+func NewHealth(cfg HealthConfig) *Health { return &Health{cfg: cfg, changed: make(chan struct{}, 1)} }
+
+// Changed receives a value after the runtime turned healthy or unhealthy
+// (changes not read yet coalesce into one), so the node status can be sent
+// at once.
+func (h *Health) Changed() <-chan struct{} { return h.changed }
 
 // HealthCheck returns why the runtime is unhealthy, or nil.
 func (h *Health) HealthCheck() error {
@@ -85,12 +95,24 @@ func (h *Health) Run(ctx context.Context) {
 	for {
 		err := StatusError(h.cfg.Runtime.Status(ctx, &runtimeapi.StatusRequest{}))
 		h.mu.Lock()
+		flipped := (err == nil) != (h.last == nil)
 		h.last = err
 		h.mu.Unlock()
+		if flipped {
+			klog.V(2).InfoS("Container runtime health changed", "healthy", err == nil, "err", err)
+			select {
+			case h.changed <- struct{}{}:
+			default:
+			}
+		}
+		period := HealthPeriod
+		if err != nil {
+			period = UnhealthyPeriod
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-h.cfg.Clock.After(HealthPeriod):
+		case <-h.cfg.Clock.After(period):
 		}
 	}
 }

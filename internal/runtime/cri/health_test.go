@@ -89,13 +89,41 @@ func TestHealth(t *testing.T) {
 	if err := h.HealthCheck(); err == nil || err.Error() != "container runtime is not ready: Starting: not yet" {
 		t.Fatalf("HealthCheck = %v", err)
 	}
+	expectChanged(t, h, true)
 	rt.mu.Lock()
 	rt.status, rt.err = nil, errors.New("connection refused")
 	rt.mu.Unlock()
-	stepWhenWaiting(clk, HealthPeriod)
+	stepWhenWaiting(clk, UnhealthyPeriod) // asked again soon while unhealthy
 	<-rt.asked
 	stepWhenWaiting(clk, 0)
 	if err := h.HealthCheck(); err == nil || err.Error() != "container runtime is down: connection refused" {
 		t.Fatalf("HealthCheck = %v", err)
+	}
+	expectChanged(t, h, false) // still unhealthy: no change
+	rt.mu.Lock()
+	rt.status, rt.err = &runtimeapi.StatusResponse{}, nil
+	rt.mu.Unlock()
+	stepWhenWaiting(clk, UnhealthyPeriod)
+	<-rt.asked
+	stepWhenWaiting(clk, 0)
+	if err := h.HealthCheck(); err != nil {
+		t.Fatalf("HealthCheck = %v after the runtime came back", err)
+	}
+	expectChanged(t, h, true)
+	stepWhenWaiting(clk, HealthPeriod) // healthy: asked every HealthPeriod
+	<-rt.asked
+}
+
+func expectChanged(t *testing.T, h *Health, want bool) {
+	t.Helper()
+	select {
+	case <-h.Changed():
+		if !want {
+			t.Fatal("Changed signalled without a change of health")
+		}
+	default:
+		if want {
+			t.Fatal("Changed not signalled")
+		}
 	}
 }

@@ -27,7 +27,10 @@ type slot struct {
 	result      Result
 	containerID string
 	gen         uint64
-	cancel      context.CancelFunc
+	// settled: a probe of this instance reached a verdict; until then the
+	// result is a seed (the initial value or the instance's Prior).
+	settled bool
+	cancel  context.CancelFunc
 	// trigger asks the armed worker to probe now (buffered, one pending).
 	trigger chan struct{}
 }
@@ -151,19 +154,30 @@ func (m *Manager) RemovePod(uid types.UID) {
 }
 
 // ContainerStarted arms the container's workers for a new instance. Results
-// reset to their initial values and initialDelaySeconds counts from
-// startedAt. Repeating a call for the same containerID is a no-op.
-func (m *Manager) ContainerStarted(pod *v1.Pod, containerName, containerID string, startedAt time.Time) {
+// start from the instance's prior (what was last reported for it: after a
+// kubelet restart, the API's view of a container that kept running) or
+// else their initial values, and initialDelaySeconds counts from
+// startedAt. Repeating a call for the same containerID arms nothing; it
+// only raises a result no probe has settled yet to a better prior (a static
+// pod's mirror pod, and so its reported status, may arrive after the first
+// sync).
+func (m *Manager) ContainerStarted(pod *v1.Pod, containerName, containerID string, startedAt time.Time, prior Prior) {
 	var updates []Update
 	m.mu.Lock()
 	ps := m.addLocked(pod)
 	for _, t := range allTypes {
 		k := key{pod.UID, containerName, t}
 		s := ps.slots[k]
-		if s == nil || s.containerID == containerID {
+		if s == nil {
 			continue
 		}
-		updates = appendReset(updates, k, s, containerID)
+		if s.containerID == containerID {
+			if r := SeedResult(t, prior); !s.settled && r == Success && s.result != Success {
+				updates = append(updates, m.setLocked(ps, k, s, r))
+			}
+			continue
+		}
+		updates = appendReset(updates, k, s, containerID, SeedResult(t, prior))
 		ctx, cancel := context.WithCancel(context.Background())
 		s.cancel = cancel
 		s.trigger = make(chan struct{}, 1)
@@ -184,7 +198,7 @@ func (m *Manager) ContainerStopped(uid types.UID, containerName string) {
 		for _, t := range allTypes {
 			k := key{uid, containerName, t}
 			if s := ps.slots[k]; s != nil && s.containerID != "" {
-				updates = appendReset(updates, k, s, "")
+				updates = appendReset(updates, k, s, "", initialResult(t))
 			}
 		}
 	}
@@ -193,8 +207,9 @@ func (m *Manager) ContainerStopped(uid types.UID, containerName string) {
 }
 
 // appendReset stops s's worker, moves it to a new instance and resets its
-// result, recording an Update if the result changed. Caller holds m.mu.
-func appendReset(updates []Update, k key, s *slot, containerID string) []Update {
+// result to seed, recording an Update if the result changed. Caller holds
+// m.mu.
+func appendReset(updates []Update, k key, s *slot, containerID string, seed Result) []Update {
 	if s.cancel != nil {
 		s.cancel()
 		s.cancel = nil
@@ -202,13 +217,15 @@ func appendReset(updates []Update, k key, s *slot, containerID string) []Update 
 	s.trigger = nil
 	s.gen++
 	s.containerID = containerID
-	if r := initialResult(k.t); r != s.result {
-		s.result = r
-		updates = append(updates, Update{PodUID: k.uid, ContainerName: k.container, ContainerID: containerID, Type: k.t, Result: r})
+	s.settled = false
+	if seed != s.result {
+		s.result = seed
+		updates = append(updates, Update{PodUID: k.uid, ContainerName: k.container, ContainerID: containerID, Type: k.t, Result: seed})
 	}
 	return updates
 }
 
+// setResult records a probe's verdict for the worker of generation gen.
 func (m *Manager) setResult(k key, gen uint64, r Result) {
 	m.mu.Lock()
 	ps := m.pods[k.uid]
@@ -216,12 +233,25 @@ func (m *Manager) setResult(k key, gen uint64, r Result) {
 	if ps != nil {
 		s = ps.slots[k]
 	}
-	if s == nil || s.gen != gen || s.result == r {
+	if s == nil || s.gen != gen {
 		m.mu.Unlock()
 		return
 	}
+	s.settled = true
+	if s.result == r {
+		m.mu.Unlock()
+		return
+	}
+	u := m.setLocked(ps, k, s, r)
+	m.mu.Unlock()
+	klog.V(2).InfoS("Probe result changed", "podUID", k.uid, "container", k.container, "probe", k.t.String(), "result", r.String())
+	m.notify([]Update{u})
+}
+
+// setLocked sets s's result to r and returns the Update that says so.
+// Caller holds m.mu.
+func (m *Manager) setLocked(ps *podState, k key, s *slot, r Result) Update {
 	s.result = r
-	u := Update{PodUID: k.uid, ContainerName: k.container, ContainerID: s.containerID, Type: k.t, Result: r}
 	if k.t == Startup && r == Success {
 		// As upstream: readiness is probed as soon as the container counts
 		// as started, not at the next slot of its period.
@@ -232,9 +262,7 @@ func (m *Manager) setResult(k key, gen uint64, r Result) {
 			}
 		}
 	}
-	m.mu.Unlock()
-	klog.V(2).InfoS("Probe result changed", "podUID", k.uid, "container", k.container, "probe", k.t.String(), "result", r.String())
-	m.notify([]Update{u})
+	return Update{PodUID: k.uid, ContainerName: k.container, ContainerID: s.containerID, Type: k.t, Result: r}
 }
 
 func (m *Manager) notify(updates []Update) {

@@ -184,7 +184,7 @@ func TestLivenessInitialDelayAndFailureThreshold(t *testing.T) {
 	if got := h.m.Result(pod.UID, "c", Liveness); got != Success {
 		t.Fatalf("initial liveness = %v, want success", got)
 	}
-	h.m.ContainerStarted(pod, "c", "cid-1", h.clk.Now())
+	h.m.ContainerStarted(pod, "c", "cid-1", h.clk.Now(), Prior{})
 	h.step(t, 1, 4*time.Second)
 	if n := h.rt.count("live"); n != 0 {
 		t.Fatalf("probed %d times before initial delay", n)
@@ -210,7 +210,7 @@ func TestLivenessInitialDelayAndFailureThreshold(t *testing.T) {
 		t.Errorf("grace = %d", g)
 	}
 	// A new instance resets liveness to success and re-arms the worker.
-	h.m.ContainerStarted(pod, "c", "cid-2", h.clk.Now())
+	h.m.ContainerStarted(pod, "c", "cid-2", h.clk.Now(), Prior{})
 	if got := h.m.Result(pod.UID, "c", Liveness); got != Success {
 		t.Fatalf("after restart liveness = %v", got)
 	}
@@ -229,7 +229,7 @@ func TestReadinessThresholdsAndUpdatesOnlyOnChange(t *testing.T) {
 	if h.m.Ready(pod.UID, "c") {
 		t.Fatal("ready before any probe")
 	}
-	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now())
+	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now(), Prior{})
 	wantReady := []bool{false, true, true, false, false, false, true}
 	for i, want := range wantReady {
 		if i > 0 {
@@ -267,7 +267,7 @@ func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 		ReadinessProbe: execProbeSpec("ready", 0, 1, 1, 3),
 	})
 	h.m.AddPod(pod)
-	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now())
+	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now(), Prior{})
 	for i := 1; i <= 3; i++ {
 		waitFor(t, "startup probe", func() bool { return h.rt.count("startup") == i })
 		if i < 3 {
@@ -299,7 +299,7 @@ func TestReadinessProbedWhenStartupSucceeds(t *testing.T) {
 		ReadinessProbe: execProbeSpec("ready", 0, 30, 1, 3),
 	})
 	h.m.AddPod(pod)
-	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now())
+	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now(), Prior{})
 	waitFor(t, "first startup probe", func() bool { return h.rt.count("startup") == 1 })
 	h.step(t, 2, 5*time.Second) // t=5: startup succeeds; readiness's next slot is t=30
 	waitFor(t, "started", func() bool { return h.m.Started(pod.UID, "c") })
@@ -315,7 +315,7 @@ func TestNoProbes(t *testing.T) {
 	h := newHarness(t, nil)
 	pod := testPod(v1.Container{Name: "c"})
 	h.m.AddPod(pod)
-	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now())
+	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now(), Prior{})
 	if !h.m.Started(pod.UID, "c") || !h.m.Ready(pod.UID, "c") || h.m.Result(pod.UID, "c", Liveness) != Unknown {
 		t.Fatal("container without probes should be started and ready")
 	}
@@ -325,7 +325,7 @@ func TestRemovePodStopsWorkers(t *testing.T) {
 	h := newHarness(t, map[string][]int32{"live": {0}})
 	pod := testPod(v1.Container{Name: "c", LivenessProbe: execProbeSpec("live", 0, 1, 1, 3)})
 	h.m.AddPod(pod)
-	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now())
+	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now(), Prior{})
 	waitFor(t, "first probe", func() bool { return h.rt.count("live") == 1 })
 	h.m.RemovePod(pod.UID)
 	h.m.Wait()
@@ -350,9 +350,81 @@ func TestLivenessGracePeriodStartupFailure(t *testing.T) {
 	if g := h.m.LivenessGracePeriod(pod.UID, "c"); g != 7 {
 		t.Fatalf("grace before startup failure = %d, want 7", g)
 	}
-	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now())
+	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now(), Prior{})
 	waitFor(t, "startup failure", func() bool { return h.m.Result(pod.UID, "c", Startup) == Failure })
 	if g := h.m.LivenessGracePeriod(pod.UID, "c"); g != 4 {
 		t.Fatalf("grace after startup failure = %d, want 4", g)
+	}
+}
+
+func TestSeedResult(t *testing.T) {
+	tests := []struct {
+		name  string
+		t     ProbeType
+		prior Prior
+		want  Result
+	}{
+		{name: "readiness, nothing reported", t: Readiness, want: Failure},
+		{name: "readiness reported ready", t: Readiness, prior: Prior{Ready: true}, want: Success},
+		{name: "readiness reported started only", t: Readiness, prior: Prior{Started: true}, want: Failure},
+		{name: "startup, nothing reported", t: Startup, want: Unknown},
+		{name: "startup reported started", t: Startup, prior: Prior{Started: true}, want: Success},
+		{name: "liveness is healthy whatever was reported", t: Liveness, prior: Prior{}, want: Success},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := SeedResult(tc.t, tc.prior); got != tc.want {
+				t.Fatalf("SeedResult(%v, %+v) = %v, want %v", tc.t, tc.prior, got, tc.want)
+			}
+		})
+	}
+}
+
+// A container that kept running across a kubelet restart starts from what
+// was reported for it: ready stays ready, started stays started, before any
+// probe ran (here the initial delay holds every probe back).
+func TestContainerStartedFromPrior(t *testing.T) {
+	h := newHarness(t, map[string][]int32{"ready": {1, 1, 1}, "start": {0}})
+	pod := testPod(v1.Container{Name: "c",
+		ReadinessProbe: execProbeSpec("ready", 3600, 1, 1, 3),
+		StartupProbe:   execProbeSpec("start", 3600, 1, 1, 3)})
+	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now(), Prior{Ready: true, Started: true})
+	if !h.m.Started(pod.UID, "c") || !h.m.Ready(pod.UID, "c") {
+		t.Fatalf("started=%v ready=%v, want both true from the prior", h.m.Started(pod.UID, "c"), h.m.Ready(pod.UID, "c"))
+	}
+	if n := h.rt.count("ready") + h.rt.count("start"); n != 0 {
+		t.Fatalf("%d probes ran", n)
+	}
+	// A new instance of the container is not ready until it passes.
+	h.m.ContainerStarted(pod, "c", "cid-2", h.clk.Now(), Prior{})
+	if h.m.Ready(pod.UID, "c") || h.m.Started(pod.UID, "c") {
+		t.Fatal("a new instance inherited the old one's readiness")
+	}
+}
+
+// The prior can arrive after the prober first saw the instance (a static
+// pod whose mirror pod the API source delivers late): until a probe settles
+// a verdict it raises the seed; after, the probe's verdict stands.
+func TestLatePriorRaisesAnUnsettledSeedOnly(t *testing.T) {
+	h := newHarness(t, map[string][]int32{"ready": {1}})
+	pod := testPod(v1.Container{Name: "c", ReadinessProbe: execProbeSpec("ready", 0, 1, 1, 1)})
+	h.m.AddPod(pod)
+	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now().Add(time.Hour), Prior{}) // probes after an hour
+	if h.m.Ready(pod.UID, "c") {
+		t.Fatal("ready without a prior")
+	}
+	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now().Add(time.Hour), Prior{Ready: true})
+	if !h.m.Ready(pod.UID, "c") {
+		t.Fatal("a late prior did not raise an unsettled seed")
+	}
+	want := []Update{{PodUID: pod.UID, ContainerName: "c", ContainerID: "cid", Type: Readiness, Result: Success}}
+	if got := h.log.get(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("updates = %v, want %v", got, want)
+	}
+	h.step(t, 1, time.Hour) // the probe fails: a verdict (failureThreshold 1)
+	waitFor(t, "readiness failure", func() bool { return !h.m.Ready(pod.UID, "c") })
+	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now(), Prior{Ready: true})
+	if h.m.Ready(pod.UID, "c") {
+		t.Fatal("a prior overrode a probe's verdict")
 	}
 }

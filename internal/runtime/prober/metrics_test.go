@@ -18,7 +18,7 @@ func TestProbeMetrics(t *testing.T) {
 		ReadinessProbe: execProbeSpec("ready", 0, 1, 1, 1),
 		LivenessProbe:  execProbeSpec("live", 0, 1, 1, 3)})
 	h.m.AddPod(pod)
-	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now())
+	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now(), Prior{})
 	waitFor(t, "first probes", func() bool {
 		return h.rt.count("ready") == 1 && h.rt.count("live") == 1 && h.clk.Waiters() == 2
 	})
@@ -61,7 +61,7 @@ func TestProbeErrorNotCounted(t *testing.T) {
 	t.Cleanup(h.m.Stop)
 	pod := testPod(v1.Container{Name: "c", LivenessProbe: execProbeSpec("live", 0, 1, 1, 3)})
 	h.m.AddPod(pod)
-	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now())
+	h.m.ContainerStarted(pod, "c", "cid", h.clk.Now(), Prior{})
 	waitFor(t, "an errored probe", func() bool {
 		h.rec.mu.Lock()
 		defer h.rec.mu.Unlock()

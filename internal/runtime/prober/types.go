@@ -60,6 +60,18 @@ func (t ProbeType) String() string {
 	}
 }
 
+// Prior is what was last reported for a container instance before the
+// prober saw it: after a kubelet restart, the pod's status in the API
+// server for a container that kept running. Only reports about the same
+// instance (container ID) count.
+type Prior struct {
+	// Ready: the instance was reported ready.
+	Ready bool
+	// Started: the instance was reported started (its startup probe, if
+	// any, had passed).
+	Started bool
+}
+
 // Update is sent on Manager.Updates whenever a worker's result changes.
 type Update struct {
 	PodUID        types.UID

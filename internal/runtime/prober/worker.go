@@ -9,6 +9,20 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// SeedResult is the result a probe starts from for a container instance
+// it has not probed yet, as upstream's prober adopts a container: what was
+// last reported for the instance (Prior) where that says ready or started,
+// else the initial value. A kubelet restart so flips readiness in neither
+// direction, never re-runs a startup probe that passed, and never kills a
+// container over anything that happened before it. It is pure.
+func SeedResult(t ProbeType, prior Prior) Result {
+	switch {
+	case t == Readiness && prior.Ready, t == Startup && prior.Started:
+		return Success
+	}
+	return initialResult(t)
+}
+
 // initialResult is the value a probe reports for a fresh container instance:
 // liveness assumes healthy, readiness assumes not ready, startup is unknown.
 func initialResult(t ProbeType) Result {

@@ -71,6 +71,8 @@ type Cluster struct {
 	Client *kubernetes.Clientset
 	// Kubeconfig is the admin kubeconfig's path.
 	Kubeconfig string
+	// Instance is which control plane this is (Shared, or a separate one).
+	Instance Instance
 }
 
 var (
@@ -121,7 +123,7 @@ func ControlPlane(t testing.TB) *Cluster {
 	if err != nil {
 		t.Fatalf("admin client: %v", err)
 	}
-	cpCluster = &Cluster{Config: cfg, Client: client, Kubeconfig: AdminKubeconfig()}
+	cpCluster = &Cluster{Config: cfg, Client: client, Kubeconfig: AdminKubeconfig(), Instance: Shared}
 	return cpCluster
 }
 
@@ -164,6 +166,8 @@ func tlsConfig(c rest.TLSClientConfig) (*tls.Config, error) {
 // hack/make-node-credentials.sh.
 type NodeCreds struct {
 	NodeName string
+	// URL is the apiserver the credentials are for.
+	URL string
 	// Kubeconfig authenticates as system:node:NodeName (group system:nodes)
 	// against APIServerURL; the certificates are embedded.
 	Kubeconfig string
@@ -180,7 +184,7 @@ type NodeCreds struct {
 // RESTConfig is a rest.Config that authenticates as the node.
 func (n NodeCreds) RESTConfig() *rest.Config {
 	return &rest.Config{
-		Host: APIServerURL,
+		Host: n.URL,
 		TLSClientConfig: rest.TLSClientConfig{
 			CAFile:   n.CACert,
 			CertFile: n.ClientCert,
@@ -205,10 +209,15 @@ func (n NodeCreds) Client(t testing.TB) *kubernetes.Clientset {
 // files live under /var/lib/seed-kubelet/nodes/<nodeName>.
 func NodeCredentials(t testing.TB, nodeName string) NodeCreds {
 	t.Helper()
+	return nodeCredentials(t, Shared, nodeName)
+}
+
+func nodeCredentials(t testing.TB, inst Instance, nodeName string) NodeCreds {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatalf("node credentials need root (hack/make-node-credentials.sh); run the e2e tests as root")
 	}
-	out, err := runScript(time.Minute, false, "hack/make-node-credentials.sh", nodeName)
+	out, err := runScriptEnv(time.Minute, false, inst.env(), "hack/make-node-credentials.sh", nodeName)
 	if err != nil {
 		t.Fatalf("hack/make-node-credentials.sh %s: %v\n%s", nodeName, err, out)
 	}
@@ -221,6 +230,7 @@ func NodeCredentials(t testing.TB, nodeName string) NodeCreds {
 	}
 	creds := NodeCreds{
 		NodeName:    nodeName,
+		URL:         inst.URL(),
 		Kubeconfig:  kv["KUBECONFIG"],
 		ClientCert:  kv["CLIENT_CERT"],
 		ClientKey:   kv["CLIENT_KEY"],
@@ -282,10 +292,18 @@ func binary(t testing.TB, name string) string {
 // script's standard output, and its standard error too when combined is set
 // or the script failed.
 func runScript(timeout time.Duration, combined bool, script string, args ...string) ([]byte, error) {
+	return runScriptEnv(timeout, combined, nil, script, args...)
+}
+
+// runScriptEnv is runScript with env added to the environment.
+func runScriptEnv(timeout time.Duration, combined bool, env []string, script string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(RepoRoot(), script)}, args...)...)
 	cmd.Dir = RepoRoot()
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

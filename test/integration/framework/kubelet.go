@@ -306,6 +306,19 @@ func (k *Kubelet) Stop() { k.signal(syscall.SIGTERM) }
 // Kill kills the kubelet with SIGKILL.
 func (k *Kubelet) Kill() { k.signal(syscall.SIGKILL) }
 
+// Pid is the running kubelet's process ID (0 when it is not running).
+func (k *Kubelet) Pid() int {
+	if k.cmd == nil || k.cmd.Process == nil {
+		return 0
+	}
+	select {
+	case <-k.exited:
+		return 0
+	default:
+		return k.cmd.Process.Pid
+	}
+}
+
 func (k *Kubelet) signal(sig syscall.Signal) {
 	if k.cmd == nil || k.cmd.Process == nil {
 		return
