@@ -14,9 +14,13 @@ import (
 const (
 	patchDirective       = "$patch"
 	deleteValue          = "delete"
+	replaceValue         = "replace"
+	mergeValue           = "merge"
 	retainKeysKey        = "$retainKeys"
-	setElementOrderKey   = "$setElementOrder/"
-	deleteFromPrimitives = "$deleteFromPrimitiveList/"
+	setOrderPrefix       = "$setElementOrder"
+	setElementOrderKey   = setOrderPrefix + "/"
+	deleteFromPrefix     = "$deleteFromPrimitiveList"
+	deleteFromPrimitives = deleteFromPrefix + "/"
 )
 
 // ErrBadJSONDoc: a document is not a JSON object.
@@ -239,14 +243,14 @@ func diffMergeList(orig, mod []any, m fieldMeta) (items, deleted, order []any, e
 	switch kind {
 	case reflect.Map:
 		return diffObjectList(orig, mod, m)
-	case reflect.Slice:
-		return nil, nil, nil, errors.New("lists of lists are not supported")
 	default:
 		return diffScalarList(orig, mod)
 	}
 }
 
-// elementKind is the kind all elements of the lists share.
+// elementKind is the kind all elements of the lists share; like the
+// library, a list whose first element is a list is refused before the
+// types are compared.
 func elementKind(lists ...[]any) (reflect.Kind, error) {
 	var first reflect.Type
 	for _, l := range lists {
@@ -254,6 +258,9 @@ func elementKind(lists ...[]any) (reflect.Kind, error) {
 			vt := reflect.TypeOf(v)
 			if first == nil {
 				first = vt
+				if first.Kind() == reflect.Slice {
+					return reflect.Invalid, errListOfLists
+				}
 				continue
 			}
 			if vt != first {
