@@ -28,18 +28,7 @@ var (
 // ("replace", "delete"), $retainKeys, every other list replaced. A
 // malformed patch is an error worded as the library's.
 func StrategicMergePatch(original, patch []byte, dataStruct any) ([]byte, error) {
-	t := reflect.TypeOf(dataStruct)
-	if t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == nil || t.Kind() != reflect.Struct {
-		return nil, fmt.Errorf("strategic merge patch needs a struct type, not %v", t)
-	}
-	orig, err := decodeApply(original)
-	if err != nil {
-		return nil, err
-	}
-	p, err := decodeApply(patch)
+	t, orig, p, err := decodeAll(dataStruct, decodeApply, original, patch)
 	if err != nil {
 		return nil, err
 	}

@@ -142,6 +142,24 @@ func TestStrategicMergePatchTypes(t *testing.T) {
 	}
 }
 
+// generators returns a generator of filled objects of typ's type and one
+// of objects blended from a given one and a fresh one.
+func generators(r *rand.Rand, typ any) (fresh func() reflect.Value, blended func(reflect.Value) reflect.Value) {
+	f := filler(r)
+	rt := reflect.TypeOf(typ)
+	fresh = func() reflect.Value {
+		v := reflect.New(rt)
+		f.Fill(v.Interface())
+		return v
+	}
+	blended = func(a reflect.Value) reflect.Value {
+		v := reflect.New(rt)
+		v.Elem().Set(blend(r, a.Elem(), fresh().Elem()))
+		return v
+	}
+	return fresh, blended
+}
+
 // TestApplyAgrees: for generated objects of the types the local API
 // serves, our apply gives the library's bytes for the patches clients
 // send: the two-way patch (kubectl patch/edit) applied to its original
@@ -151,19 +169,7 @@ func TestStrategicMergePatchTypes(t *testing.T) {
 func TestApplyAgrees(t *testing.T) {
 	for _, typ := range []any{v1.Pod{}, v1.ConfigMap{}, v1.Secret{}} {
 		t.Run(reflect.TypeOf(typ).Name(), func(t *testing.T) {
-			r := rand.New(rand.NewSource(5))
-			f := filler(r)
-			rt := reflect.TypeOf(typ)
-			newObj := func() reflect.Value {
-				v := reflect.New(rt)
-				f.Fill(v.Interface())
-				return v
-			}
-			blended := func(a reflect.Value) reflect.Value {
-				v := reflect.New(rt)
-				v.Elem().Set(blend(r, a.Elem(), newObj().Elem()))
-				return v
-			}
+			newObj, blended := generators(rand.New(rand.NewSource(5)), typ)
 			const n = 300
 			applied := 0
 			for i := 0; i < n; i++ {
@@ -202,19 +208,12 @@ func TestApplyAgreesOnEditedPatches(t *testing.T) {
 	for _, typ := range []any{v1.Pod{}, v1.ConfigMap{}, v1.Secret{}} {
 		t.Run(reflect.TypeOf(typ).Name(), func(t *testing.T) {
 			r := rand.New(rand.NewSource(7))
-			f := filler(r)
-			rt := reflect.TypeOf(typ)
-			newObj := func() reflect.Value {
-				v := reflect.New(rt)
-				f.Fill(v.Interface())
-				return v
-			}
+			newObj, blended := generators(r, typ)
 			const n = 400
 			refused, applied := 0, 0
 			for i := 0; i < n; i++ {
 				old := newObj()
-				mod := reflect.New(rt)
-				mod.Elem().Set(blend(r, old.Elem(), newObj().Elem()))
+				mod := blended(old)
 				oldJSON, modJSON := mustJSON(t, old.Interface()), mustJSON(t, mod.Interface())
 				p, err := CreateTwoWayMergePatch(oldJSON, modJSON, typ)
 				if err != nil {

@@ -32,18 +32,7 @@ var ErrBadJSONDoc = errors.New("invalid JSON document")
 // drive it. Directive keys ($patch...) inside the documents are not
 // interpreted: they come from encoding API objects, which have none.
 func CreateTwoWayMergePatch(original, modified []byte, dataStruct any) ([]byte, error) {
-	t := reflect.TypeOf(dataStruct)
-	if t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == nil || t.Kind() != reflect.Struct {
-		return nil, fmt.Errorf("strategic merge patch needs a struct type, not %v", t)
-	}
-	orig, err := decode(original)
-	if err != nil {
-		return nil, err
-	}
-	mod, err := decode(modified)
+	t, orig, mod, err := decodeAll(dataStruct, decode, original, modified)
 	if err != nil {
 		return nil, err
 	}
@@ -52,6 +41,26 @@ func CreateTwoWayMergePatch(original, modified []byte, dataStruct any) ([]byte, 
 		return nil, err
 	}
 	return json.Marshal(patch)
+}
+
+// decodeAll is dataStruct's struct type and the two documents decoded.
+func decodeAll(dataStruct any, dec func([]byte) (map[string]any, error), a, b []byte) (reflect.Type, map[string]any, map[string]any, error) {
+	t := reflect.TypeOf(dataStruct)
+	if t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil, nil, nil, fmt.Errorf("strategic merge patch needs a struct type, not %v", t)
+	}
+	am, err := dec(a)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	bm, err := dec(b)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return t, am, bm, nil
 }
 
 // decode reads a JSON object with apimachinery's decoder (whole numbers
