@@ -398,6 +398,19 @@ func TestKubectlConfigMapEditReachesTheMountedFile(t *testing.T) {
 	if out := n.mustKubectl("get", "pods", "reader", "-o", "jsonpath={.status.containerStatuses[0].restartCount}"); out != "0" {
 		t.Errorf("the reader restarted (%s): an edit must not restart it", out)
 	}
+
+	// Strategic merge patches as kubectl sends them: label's two-way
+	// patch, a hand-written one with a "$patch": "replace" directive, and
+	// a malformed directive refused as the API server does (400).
+	n.mustKubectl("label", "configmap", "cfg", "tier=web")
+	n.mustKubectl("patch", "configmap", "cfg", "-p", `{"data":{"$patch":"replace","only":"x"}}`)
+	if out := n.mustKubectl("get", "configmap", "cfg", "-o", "jsonpath={.metadata.labels.tier} {.data}"); out != `web {"only":"x"}` {
+		t.Errorf("after label and patch: %q", out)
+	}
+	if _, err := n.kubectl("patch", "configmap", "cfg", "-p", `{"data":{"$patch":"merge","k":"v"}}`); err == nil ||
+		!strings.Contains(err.Error(), "BadRequest") || !strings.Contains(err.Error(), "unknown patch type: merge") {
+		t.Errorf("a bad directive: %v", err)
+	}
 }
 
 func TestKubectlBadInput(t *testing.T) {

@@ -8,7 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient/smp"
 )
 
 // errUnsupportedPatch is the API server's 415 for a patch type it does
@@ -24,11 +25,12 @@ func errUnsupportedPatch(contentType string) error {
 }
 
 // applyPatch applies a strategic merge patch (with schema's patch
-// strategies) or a JSON merge patch to current, both JSON.
+// strategies; smp gives strategicpatch's result without linking its
+// OpenAPI dependencies) or a JSON merge patch to current, both JSON.
 func applyPatch(contentType string, current, patch []byte, schema runtime.Object) ([]byte, error) {
 	switch types.PatchType(contentType) {
 	case types.StrategicMergePatchType:
-		out, err := strategicpatch.StrategicMergePatch(current, patch, schema)
+		out, err := smp.StrategicMergePatch(current, patch, schema)
 		if err != nil {
 			return nil, errBadRequest("%v", err)
 		}

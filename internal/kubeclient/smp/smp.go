@@ -14,9 +14,13 @@ import (
 const (
 	patchDirective       = "$patch"
 	deleteValue          = "delete"
+	replaceValue         = "replace"
+	mergeValue           = "merge"
 	retainKeysKey        = "$retainKeys"
-	setElementOrderKey   = "$setElementOrder/"
-	deleteFromPrimitives = "$deleteFromPrimitiveList/"
+	setOrderPrefix       = "$setElementOrder"
+	setElementOrderKey   = setOrderPrefix + "/"
+	deleteFromPrefix     = "$deleteFromPrimitiveList"
+	deleteFromPrimitives = deleteFromPrefix + "/"
 )
 
 // ErrBadJSONDoc: a document is not a JSON object.
@@ -28,18 +32,7 @@ var ErrBadJSONDoc = errors.New("invalid JSON document")
 // drive it. Directive keys ($patch...) inside the documents are not
 // interpreted: they come from encoding API objects, which have none.
 func CreateTwoWayMergePatch(original, modified []byte, dataStruct any) ([]byte, error) {
-	t := reflect.TypeOf(dataStruct)
-	if t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == nil || t.Kind() != reflect.Struct {
-		return nil, fmt.Errorf("strategic merge patch needs a struct type, not %v", t)
-	}
-	orig, err := decode(original)
-	if err != nil {
-		return nil, err
-	}
-	mod, err := decode(modified)
+	t, orig, mod, err := decodeAll(dataStruct, decode, original, modified)
 	if err != nil {
 		return nil, err
 	}
@@ -48,6 +41,26 @@ func CreateTwoWayMergePatch(original, modified []byte, dataStruct any) ([]byte, 
 		return nil, err
 	}
 	return json.Marshal(patch)
+}
+
+// decodeAll is dataStruct's struct type and the two documents decoded.
+func decodeAll(dataStruct any, dec func([]byte) (map[string]any, error), a, b []byte) (reflect.Type, map[string]any, map[string]any, error) {
+	t := reflect.TypeOf(dataStruct)
+	if t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil, nil, nil, fmt.Errorf("strategic merge patch needs a struct type, not %v", t)
+	}
+	am, err := dec(a)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	bm, err := dec(b)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return t, am, bm, nil
 }
 
 // decode reads a JSON object with apimachinery's decoder (whole numbers
@@ -239,14 +252,14 @@ func diffMergeList(orig, mod []any, m fieldMeta) (items, deleted, order []any, e
 	switch kind {
 	case reflect.Map:
 		return diffObjectList(orig, mod, m)
-	case reflect.Slice:
-		return nil, nil, nil, errors.New("lists of lists are not supported")
 	default:
 		return diffScalarList(orig, mod)
 	}
 }
 
-// elementKind is the kind all elements of the lists share.
+// elementKind is the kind all elements of the lists share; like the
+// library, a list whose first element is a list is refused before the
+// types are compared.
 func elementKind(lists ...[]any) (reflect.Kind, error) {
 	var first reflect.Type
 	for _, l := range lists {
@@ -254,6 +267,9 @@ func elementKind(lists ...[]any) (reflect.Kind, error) {
 			vt := reflect.TypeOf(v)
 			if first == nil {
 				first = vt
+				if first.Kind() == reflect.Slice {
+					return reflect.Invalid, errListOfLists
+				}
 				continue
 			}
 			if vt != first {
