@@ -211,7 +211,8 @@ func (in Input) containerStatus(c *v1.Container, podInitializing, isInit bool) v
 		cs.Ready = in.Ready == nil || in.Ready(c.Name)
 	case kuberuntime.StateExited:
 		term := in.terminated(latest)
-		if kuberuntime.ShouldRestart(in.Pod, c, latest) {
+		// A terminal sync stopped it for good: never shown as about to restart.
+		if !in.Terminal && kuberuntime.ShouldRestart(in.Pod, c, latest) {
 			cs.LastTerminationState = v1.ContainerState{Terminated: term}
 			cs.State = waiting(kuberuntime.ReasonCrashLoopBackOff, "")
 			if !hasFailure {

@@ -178,3 +178,28 @@ func TestTerminalPodGetsTerminalPhase(t *testing.T) {
 		t.Fatalf("cleanly stopped pod phase = %s, want Succeeded", s.Phase)
 	}
 }
+
+// A container the kubelet stopped because its pod is going away is
+// reported terminated, not waiting for a restart that will never come
+// (upstream's ShouldContainerBeRestarted is false for a deleted pod): the
+// "Lifecycle Sleep Hook" conformance specs wait for that state.
+func TestStoppedContainerOfTerminatingPodIsTerminated(t *testing.T) {
+	deleted := mkPod(v1.RestartPolicyAlways, "c")
+	ts := metav1.NewTime(now)
+	deleted.DeletionTimestamp = &ts
+	for _, tc := range []struct {
+		name string
+		in   Input
+	}{
+		{"deleted pod", Input{Pod: deleted, Runtime: rt(exited("c", 137, 0)), Now: now}},
+		{"terminal sync of a pod not deleted (evicted, deadline)", Input{Pod: mkPod(v1.RestartPolicyAlways, "c"), Runtime: rt(exited("c", 137, 0)), Terminal: true, Now: now}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Generate(tc.in)
+			cs := s.ContainerStatuses[0]
+			if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 137 {
+				t.Fatalf("state = %+v, want terminated with exit code 137", cs.State)
+			}
+		})
+	}
+}
