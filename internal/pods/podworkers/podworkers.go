@@ -90,8 +90,8 @@ type worker struct {
 	// do); nil when none runs.
 	cancelTerm context.CancelFunc
 	termGrace  *int64
-	removed  bool
-	cleaned  bool // terminated-cleanup done (with removal if removed)
+	removed    bool
+	cleaned    bool // terminated-cleanup done (with removal if removed)
 	// waiters are closed when the worker reaches Terminated.
 	waiters  []chan<- struct{}
 	wake     chan struct{}
