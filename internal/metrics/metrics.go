@@ -171,6 +171,16 @@ func processStartTime() prometheus.Collector {
 	}, func() float64 { return start })
 }
 
+// ManagedEphemeralContainers is upstream's kubelet_managed_ephemeral_containers
+// gauge, read at scrape time: count returns the number of ephemeral
+// containers in the specs of the pods the kubelet manages.
+func ManagedEphemeralContainers(count func() int) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Subsystem: subsystem, Name: "managed_ephemeral_containers",
+		Help: "Current number of ephemeral containers in pods managed by this kubelet.",
+	}, func() float64 { return float64(count()) })
+}
+
 // operationType turns "/runtime.v1.RuntimeService/RunPodSandbox" into
 // upstream's label value "run_podsandbox".
 func operationType(method string) string {

@@ -88,6 +88,12 @@ func Generate(in Input) v1.PodStatus {
 		s.ContainerStatuses = append(s.ContainerStatuses, cs)
 	}
 	sort.Slice(s.ContainerStatuses, func(i, j int) bool { return s.ContainerStatuses[i].Name < s.ContainerStatuses[j].Name })
+	for i := range pod.Spec.EphemeralContainers {
+		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, in.ephemeralStatus(&pod.Spec.EphemeralContainers[i], hasInit))
+	}
+	sort.Slice(s.EphemeralContainerStatuses, func(i, j int) bool {
+		return s.EphemeralContainerStatuses[i].Name < s.EphemeralContainerStatuses[j].Name
+	})
 
 	s.Phase = Phase(pod, s.InitContainerStatuses, s.ContainerStatuses)
 	if in.Terminal && !isTerminal(s.Phase) {
@@ -232,6 +238,21 @@ func (in Input) containerStatus(c *v1.Container, podInitializing, isInit bool) v
 			Message:     "The container could not be located when the pod was terminated",
 			ContainerID: in.containerID(latest.ID),
 		}}
+	}
+	return cs
+}
+
+// ephemeralStatus is a debug container's status, as upstream reports it:
+// like a container's, but never restarted (an exited one stays
+// terminated), and without the prober's started and ready (it has no
+// probes).
+func (in Input) ephemeralStatus(ec *v1.EphemeralContainer, podInitializing bool) v1.ContainerStatus {
+	c := (*v1.Container)(&ec.EphemeralContainerCommon)
+	cs := in.containerStatus(c, podInitializing, false)
+	cs.Started, cs.Ready = nil, false
+	if latest := in.Runtime.FindContainer(c.Name); latest != nil && latest.State == kuberuntime.StateExited {
+		cs.State = v1.ContainerState{Terminated: in.terminated(latest)}
+		cs.LastTerminationState = v1.ContainerState{}
 	}
 	return cs
 }

@@ -203,3 +203,39 @@ func TestStoppedContainerOfTerminatingPodIsTerminated(t *testing.T) {
 		})
 	}
 }
+
+// Debug containers get their own statuses: waiting until created,
+// running, and terminated for good once exited (they are never restarted,
+// whatever the pod's restart policy), without started or ready.
+func TestEphemeralContainerStatuses(t *testing.T) {
+	p := mkPod(v1.RestartPolicyAlways, "app")
+	p.Spec.EphemeralContainers = []v1.EphemeralContainer{
+		{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "new", Image: "busybox:1.36"}},
+		{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug", Image: "busybox:1.36"}, TargetContainerName: "app"},
+		{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "done", Image: "busybox:1.36"}},
+	}
+	s := Generate(Input{Pod: p, Runtime: rt(running("app"), running("debug"), exited("done", 0, 0)), Now: now})
+	if len(s.EphemeralContainerStatuses) != 3 {
+		t.Fatalf("ephemeral statuses = %+v, want 3", s.EphemeralContainerStatuses)
+	}
+	byName := map[string]v1.ContainerStatus{}
+	for _, cs := range s.EphemeralContainerStatuses {
+		byName[cs.Name] = cs
+		if cs.Started != nil || cs.Ready {
+			t.Errorf("%s: started %v ready %v, want neither", cs.Name, cs.Started, cs.Ready)
+		}
+	}
+	if w := byName["new"].State.Waiting; w == nil || w.Reason != "ContainerCreating" {
+		t.Errorf("new: state %+v, want waiting ContainerCreating", byName["new"].State)
+	}
+	if byName["debug"].State.Running == nil || byName["debug"].ContainerID != "containerd://debug1" {
+		t.Errorf("debug: %+v, want running containerd://debug1", byName["debug"])
+	}
+	if term := byName["done"].State.Terminated; term == nil || term.Reason != "Completed" {
+		t.Errorf("done: state %+v, want terminated Completed", byName["done"].State)
+	}
+	// Debug containers take no part in the pod's readiness or phase.
+	if s.Phase != v1.PodRunning || cond(s, v1.PodReady).Status != v1.ConditionTrue {
+		t.Errorf("phase %s ready %s, want Running and True", s.Phase, cond(s, v1.PodReady).Status)
+	}
+}

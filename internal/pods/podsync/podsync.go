@@ -28,7 +28,7 @@ import (
 // Runtime is the part of the runtime manager a sync uses.
 type Runtime interface {
 	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*kuberuntime.PodStatus, error)
-	SyncPod(ctx context.Context, pod *v1.Pod, st *kuberuntime.PodStatus, unhealthy map[string]kuberuntime.Unhealthy) kuberuntime.SyncResult
+	SyncPod(ctx context.Context, in kuberuntime.Inputs) kuberuntime.SyncResult
 	KillPod(ctx context.Context, pod *v1.Pod, st *kuberuntime.PodStatus, gracePeriod *int64) error
 	RemovePod(ctx context.Context, st *kuberuntime.PodStatus) error
 	PruneContainers(ctx context.Context, st *kuberuntime.PodStatus, keep int)
@@ -245,7 +245,8 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 		return out, nil
 	}
 	s.cfg.Runtime.PruneContainers(ctx, st, s.cfg.MaxDeadPerContainer)
-	res := s.cfg.Runtime.SyncPod(ctx, pod, st, s.probe(pod, st))
+	unhealthy, startupPending := s.probe(pod, st)
+	res := s.cfg.Runtime.SyncPod(ctx, kuberuntime.Inputs{Pod: pod, Status: st, Unhealthy: unhealthy, StartupPending: startupPending})
 	s.record(pod.UID, res)
 	if res.Changed || len(res.Failures) > 0 {
 		// Publish what the sync did now rather than at the next relist.
@@ -308,10 +309,12 @@ func (s *Syncer) setUpVolumes(ctx context.Context, pod *v1.Pod) (time.Duration, 
 }
 
 // probe tells the prober which container instances run now and returns
-// the running containers whose liveness or startup probe failed.
-func (s *Syncer) probe(pod *v1.Pod, st *kuberuntime.PodStatus) map[string]kuberuntime.Unhealthy {
+// the running containers whose liveness or startup probe failed, and the
+// running restartable init containers that have not passed their startup
+// probe yet (they hold back the containers after them).
+func (s *Syncer) probe(pod *v1.Pod, st *kuberuntime.PodStatus) (map[string]kuberuntime.Unhealthy, map[string]bool) {
 	if s.cfg.Probes == nil {
-		return nil
+		return nil, nil
 	}
 	// Probes without a host go to the pod's IP, which only the runtime knows.
 	withIP := pod
@@ -330,6 +333,7 @@ func (s *Syncer) probe(pod *v1.Pod, st *kuberuntime.PodStatus) map[string]kuberu
 	s.cfg.Probes.AddPod(withIP)
 	pod = withIP
 	var unhealthy map[string]kuberuntime.Unhealthy
+	var startupPending map[string]bool
 	check := func(c *v1.Container) {
 		cs := st.FindContainer(c.Name)
 		if cs == nil {
@@ -340,6 +344,12 @@ func (s *Syncer) probe(pod *v1.Pod, st *kuberuntime.PodStatus) map[string]kuberu
 			return
 		}
 		s.cfg.Probes.ContainerStarted(pod, c.Name, cs.ID, cs.StartedAt)
+		if c.StartupProbe != nil && !s.cfg.Probes.Started(pod.UID, c.Name) {
+			if startupPending == nil {
+				startupPending = map[string]bool{}
+			}
+			startupPending[c.Name] = true
+		}
 		kind := ""
 		switch {
 		case s.cfg.Probes.Result(pod.UID, c.Name, prober.Startup) == prober.Failure:
@@ -364,7 +374,7 @@ func (s *Syncer) probe(pod *v1.Pod, st *kuberuntime.PodStatus) map[string]kuberu
 	for i := range pod.Spec.Containers {
 		check(&pod.Spec.Containers[i])
 	}
-	return unhealthy
+	return unhealthy, startupPending
 }
 
 // SyncTerminatingPod stops every container of the pod within the grace period.

@@ -23,7 +23,7 @@ type fakeRuntime struct{ syncs int }
 func (f *fakeRuntime) GetPodStatus(_ context.Context, uid types.UID, name, ns string) (*kuberuntime.PodStatus, error) {
 	return &kuberuntime.PodStatus{UID: uid, Name: name, Namespace: ns}, nil
 }
-func (f *fakeRuntime) SyncPod(context.Context, *v1.Pod, *kuberuntime.PodStatus, map[string]kuberuntime.Unhealthy) kuberuntime.SyncResult {
+func (f *fakeRuntime) SyncPod(context.Context, kuberuntime.Inputs) kuberuntime.SyncResult {
 	f.syncs++
 	return kuberuntime.SyncResult{}
 }

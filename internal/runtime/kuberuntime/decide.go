@@ -28,6 +28,30 @@ type Unhealthy struct {
 	GracePeriod *int64
 }
 
+// Inputs is everything ComputePodActions decides on; all of it values, so
+// the decision is a pure function a table test can drive.
+type Inputs struct {
+	// Pod is the desired pod, with the resources the kubelet allocated to
+	// its containers (which may lag the spec while a resize is pending).
+	Pod *v1.Pod
+	// Status is the runtime's view of the pod (GetPodStatus).
+	Status *PodStatus
+	// Unhealthy are the running containers, by name, whose liveness or
+	// startup probe failed.
+	Unhealthy map[string]Unhealthy
+	// StartupPending names the running containers whose startup probe has
+	// not succeeded yet. A restartable init container (sidecar) in it holds
+	// back the init and app containers after it, as upstream's
+	// computeInitContainerActions does.
+	StartupPending map[string]bool
+	// Actuated are the resources last applied to each container (by
+	// name), from the kubelet's actuated-resources checkpoint. Nil turns
+	// in-place resize off (nothing is ever updated); a container missing
+	// from a non-nil map counts as having no resources applied, as
+	// upstream's missing record does.
+	Actuated map[string]v1.ResourceRequirements
+}
+
 // PodActions is what must happen to a pod to bring the runtime in line
 // with its spec. The zero value means "nothing to do".
 type PodActions struct {
@@ -43,12 +67,15 @@ type PodActions struct {
 	// ContainersToStart are indexes into spec.containers.
 	ContainersToStart []int
 	ContainersToKill  []ContainerToKill
+	// EphemeralContainersToStart are indexes into spec.ephemeralContainers:
+	// the debug containers that never ran (they are never restarted).
+	EphemeralContainersToStart []int
 }
 
 // Empty reports whether there is nothing to do.
 func (a PodActions) Empty() bool {
 	return !a.KillPod && !a.CreateSandbox && len(a.InitContainersToStart) == 0 &&
-		len(a.ContainersToStart) == 0 && len(a.ContainersToKill) == 0
+		len(a.ContainersToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.EphemeralContainersToStart) == 0
 }
 
 // ShouldRestart reports whether a container that is not running must be
@@ -114,8 +141,10 @@ func sandboxChange(pod *v1.Pod, st *PodStatus) (create bool, attempt uint32, id 
 
 // initProgress walks the init containers in order. It returns the indexes
 // to start now, whether the pod failed initialisation for good, and whether
-// every init container has done its part (succeeded, or is a running sidecar).
-func initProgress(pod *v1.Pod, st *PodStatus) (start []int, failed, done bool) {
+// every init container has done its part (succeeded, or is a running
+// sidecar whose startup probe, if any, succeeded: startupPending names
+// those that have not).
+func initProgress(pod *v1.Pod, st *PodStatus, startupPending map[string]bool) (start []int, failed, done bool) {
 	// Once any app container exists the pod was initialised before.
 	for i := range pod.Spec.Containers {
 		if st.FindContainer(pod.Spec.Containers[i].Name) != nil {
@@ -137,7 +166,10 @@ func initProgress(pod *v1.Pod, st *PodStatus) (start []int, failed, done bool) {
 			if s == nil || s.State != StateRunning {
 				return append(start, i), false, false
 			}
-			continue // running sidecar: go on to the next
+			if startupPending[c.Name] {
+				return start, false, false // wait until it has started
+			}
+			continue // started sidecar: go on to the next
 		}
 		switch {
 		case s == nil:
@@ -155,10 +187,12 @@ func initProgress(pod *v1.Pod, st *PodStatus) (start []int, failed, done bool) {
 	return start, false, true
 }
 
-// ComputePodActions decides what to do for pod given what runs and which
-// running containers failed their liveness or startup probe (by name). It
+// ComputePodActions decides what to do for a pod given what runs, which
+// running containers failed their liveness or startup probe, which have
+// not passed their startup probe yet, and what resources were applied. It
 // is pure.
-func ComputePodActions(pod *v1.Pod, st *PodStatus, unhealthy map[string]Unhealthy) PodActions {
+func ComputePodActions(in Inputs) PodActions {
+	pod, st, unhealthy := in.Pod, in.Status, in.Unhealthy
 	if st == nil {
 		st = &PodStatus{}
 	}
@@ -180,7 +214,7 @@ func ComputePodActions(pod *v1.Pod, st *PodStatus, unhealthy map[string]Unhealth
 			toStart = append(toStart, i)
 		}
 		if len(toStart) == 0 {
-			if _, _, done := initProgress(pod, st); done {
+			if _, _, done := initProgress(pod, st, nil); done {
 				a.CreateSandbox = false
 				return a
 			}
@@ -202,7 +236,15 @@ func ComputePodActions(pod *v1.Pod, st *PodStatus, unhealthy map[string]Unhealth
 		}
 	}
 
-	start, failed, done := initProgress(pod, st)
+	// Ephemeral containers start whatever the initialisation's progress,
+	// once: one that ran (whatever its state) is never started again.
+	for i := range pod.Spec.EphemeralContainers {
+		if st.FindContainer(pod.Spec.EphemeralContainers[i].Name) == nil {
+			a.EphemeralContainersToStart = append(a.EphemeralContainersToStart, i)
+		}
+	}
+
+	start, failed, done := initProgress(pod, st, in.StartupPending)
 	if failed {
 		a.KillPod = true
 		return a

@@ -138,11 +138,15 @@ func (r *SyncResult) requeue(d time.Duration) {
 	}
 }
 
-// SyncPod brings the runtime in line with pod, given st from GetPodStatus
-// and the running containers whose liveness or startup probe failed.
-func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, unhealthy map[string]Unhealthy) SyncResult {
+// SyncPod brings the runtime in line with in.Pod, given in.Status from
+// GetPodStatus and what the prober says (see Inputs).
+func (m *Manager) SyncPod(ctx context.Context, in Inputs) SyncResult {
 	var res SyncResult
-	actions := ComputePodActions(pod, st, unhealthy)
+	pod, st := in.Pod, in.Status
+	if st == nil {
+		st = &PodStatus{}
+	}
+	actions := ComputePodActions(in)
 	klog.V(4).InfoS("Computed pod actions", "pod", klog.KObj(pod), "actions", actions)
 	if actions.Empty() {
 		return res
@@ -200,9 +204,21 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, unhea
 		}
 	}
 
+	// Debug containers first, as upstream: they are there to look at a pod
+	// whose other containers may be stuck.
+	for _, i := range actions.EphemeralContainersToStart {
+		ec := &pod.Spec.EphemeralContainers[i]
+		target := ""
+		if ec.TargetContainerName != "" {
+			if t := st.FindContainer(ec.TargetContainerName); t != nil {
+				target = t.ID
+			}
+		}
+		m.startContainer(ctx, &res, pod, st, (*v1.Container)(&ec.EphemeralContainerCommon), sandboxID, sandboxConfig, podIPs, target)
+	}
 	for _, i := range actions.InitContainersToStart {
 		c := &pod.Spec.InitContainers[i]
-		m.startContainer(ctx, &res, pod, st, c, sandboxID, sandboxConfig, podIPs)
+		m.startContainer(ctx, &res, pod, st, c, sandboxID, sandboxConfig, podIPs, "")
 		if !podutil.IsRestartableInitContainer(c) {
 			// Regular init containers run one at a time: the next sync
 			// (woken by its exit) starts the one after.
@@ -210,7 +226,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, unhea
 		}
 	}
 	for _, i := range actions.ContainersToStart {
-		m.startContainer(ctx, &res, pod, st, &pod.Spec.Containers[i], sandboxID, sandboxConfig, podIPs)
+		m.startContainer(ctx, &res, pod, st, &pod.Spec.Containers[i], sandboxID, sandboxConfig, podIPs, "")
 	}
 	return res
 }
@@ -245,9 +261,10 @@ func crashKey(pod *v1.Pod, c *v1.Container) string {
 	return fmt.Sprintf("%s_%s_%s_%s_%d", pod.Name, pod.Namespace, pod.UID, c.Name, criconfig.ContainerHash(c))
 }
 
-// startContainer starts one container, recording any failure in res. It
-// returns whether the container was started.
-func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.Pod, st *PodStatus, c *v1.Container, sandboxID string, sandboxConfig *runtimeapi.PodSandboxConfig, podIPs []string) bool {
+// startContainer starts one container, recording any failure in res. An
+// ephemeral container with a target joins the process namespace of the
+// target's container ID. It returns whether the container was started.
+func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.Pod, st *PodStatus, c *v1.Container, sandboxID string, sandboxConfig *runtimeapi.PodSandboxConfig, podIPs []string, targetID string) bool {
 	prev := st.FindContainer(c.Name)
 	restartCount := 0
 	if prev != nil {
@@ -298,6 +315,7 @@ func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.P
 	cfg, err := criconfig.ContainerConfig(ctx, criconfig.ContainerInputs{
 		Pod: pod, Container: c, RestartCount: restartCount, PodIPs: podIPs, HostIPs: m.hostIPs(),
 		ImageRef: imageRef, ImageUID: imageUID, ImageUsername: imageUsername, Mounts: mounts, SandboxConfig: sandboxConfig,
+		TargetContainerID: targetID,
 	}, m.cfg.Spec)
 	if err != nil {
 		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Error: %v", err)
