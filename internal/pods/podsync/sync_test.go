@@ -34,10 +34,10 @@ type fakeProbes struct {
 	// notStarted are containers whose startup probe has not succeeded.
 	notStarted map[string]bool
 	grace      int64
-	added   []*v1.Pod
-	removed []types.UID
-	started []string // "container id"
-	stopped []string
+	added      []*v1.Pod
+	removed    []types.UID
+	started    []string // "container id"
+	stopped    []string
 }
 
 func (f *fakeProbes) AddPod(pod *v1.Pod) { f.added = append(f.added, pod) }
