@@ -5,6 +5,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
 	"github.com/seed-kubelet/kubelet/internal/node/stats"
 	"github.com/seed-kubelet/kubelet/internal/pods/admission"
+	"github.com/seed-kubelet/kubelet/internal/pods/allocation"
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
@@ -48,6 +50,7 @@ type loopParts struct {
 	stats       *stats.Provider
 	eviction    *eviction.Manager
 	dispatcher  *syncloop.Dispatcher
+	allocation  *allocation.Manager
 	servers     serverConfig
 	// cluster is nil in standalone mode.
 	cluster *clusterParts
@@ -64,9 +67,18 @@ type clusterParts struct {
 // and the node, and the dispatcher that hands the loop's inputs to them.
 func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*loopParts, error) {
 	cfg, clk := b.cfg, b.clock
+	// A terminated pod frees resources a deferred resize may be waiting
+	// for (upstream retries the pending resizes then).
+	terminated := make(chan struct{}, 1)
 	workers := podworkers.New(ctx, podworkers.Config{
 		Syncer: p.syncer, Clock: clk, ResyncInterval: cfg.SyncFrequency.Duration, BackOffPeriod: workerBackOff,
-		OnTerminated: func(pod *v1.Pod) { p.statuses.Kick(pod.UID) },
+		OnTerminated: func(pod *v1.Pod) {
+			p.statuses.Kick(pod.UID)
+			select {
+			case terminated <- struct{}{}:
+			default:
+			}
+		},
 	})
 	containerGC := containergc.New(containergc.Config{
 		Runtime: b.cri.Runtime, Clock: clk, Policy: containerGCPolicy(b.flags), SourcesReady: p.sourcesReady,
@@ -96,9 +108,16 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 		return nil, err
 	}
 	health := cri.NewHealth(cri.HealthConfig{Runtime: b.cri.Runtime, Clock: clk})
+	allocations := allocation.New(allocation.Config{
+		Records: p.allocations, Clock: clk, Recorder: b.recorder, Admit: admitter.Admit,
+		Active: func() []*v1.Pod { return podworkers.Active(p.pods.List(), workers.States()) },
+		Pod:    p.pods.Get, Sync: func(uid types.UID) { workers.Sync(uid) },
+		SourcesReady: p.sourcesReady, LimitedSwap: p.spec.LimitedSwap, Metrics: b.metrics,
+	})
+	go retryResizesOnTermination(ctx, allocations, terminated)
 	dc := syncloop.DispatcherConfig{
 		Pods: p.pods, Workers: workers, Runtime: p.runtime, SourcesReady: p.sourcesReady, Admit: admitter.Admit,
-		UpdateQOS: node.containers.UpdateQOS, CleanupPodCgroups: node.containers.Housekeeping,
+		UpdateQOS: node.containers.UpdateQOS, CleanupPodCgroups: node.containers.Housekeeping, Allocations: allocations,
 	}
 	var cluster *clusterParts
 	if b.api != nil {
@@ -110,7 +129,7 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 	}
 	return &loopParts{
 		b: b, pods: p, workers: workers, containerGC: containerGC, pleg: plegLoop, health: health,
-		stats: statsProvider, eviction: evictionMgr, dispatcher: syncloop.NewDispatcher(dc), cluster: cluster,
+		stats: statsProvider, eviction: evictionMgr, dispatcher: syncloop.NewDispatcher(dc), cluster: cluster, allocation: allocations,
 		servers: serverConfig{
 			pods: p.pods, statuses: p.statuses, runtime: p.runtime, stats: statsProvider, node: node.latest,
 			checks: []server.HealthCheck{
@@ -120,6 +139,21 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 			},
 		},
 	}, nil
+}
+
+// retryResizesOnTermination retries the deferred resizes when a pod has
+// terminated, until ctx ends.
+func retryResizesOnTermination(ctx context.Context, m *allocation.Manager, terminated <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-terminated:
+			if m.HasPending() {
+				m.RetryPending(allocation.TriggerPodTerminated)
+			}
+		}
+	}
 }
 
 // newEvictionManager builds the eviction manager: it reads the stats,
@@ -179,6 +213,7 @@ func (l *loopParts) start(ctx context.Context) error {
 		go c.lease.Run(ctx)
 	}
 	go l.eviction.Run(ctx)
+	go l.allocation.Run(ctx)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,11 +13,13 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/node/imagegc"
 	"github.com/seed-kubelet/kubelet/internal/node/logrotate"
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
+	"github.com/seed-kubelet/kubelet/internal/pods/allocation"
 	"github.com/seed-kubelet/kubelet/internal/pods/mirror"
 	"github.com/seed-kubelet/kubelet/internal/pods/podinputs"
 	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
 	"github.com/seed-kubelet/kubelet/internal/pods/podsync"
 	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
+	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/runtime/prober"
 	"github.com/seed-kubelet/kubelet/internal/sources"
@@ -34,6 +37,11 @@ type podParts struct {
 	syncer      *podsync.Syncer
 	logRotation *logrotate.Manager
 	imageGC     *imagegc.Manager
+	// allocations are the resources allocated to each pod and its resize
+	// conditions (the allocated_pods_state checkpoint).
+	allocations *allocation.Records
+	// spec is the pod → CRI translation's settings.
+	spec criconfig.Options
 	// sources is the mux of the configured sources (sourceNames).
 	sources     *sources.PodConfig
 	sourceNames sets.Set[string]
@@ -84,7 +92,17 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 		QPS: derefInt32AsFloat(cfg.RegistryPullQPS), Burst: int(cfg.RegistryBurst),
 	})
 	gcPolicy := containerGCPolicy(b.flags)
+	allocated, err := allocation.OpenState(filepath.Join(b.flags.RootDirectory, allocation.AllocatedFile))
+	if err != nil {
+		return nil, err
+	}
+	actuated, err := allocation.OpenState(filepath.Join(b.flags.RootDirectory, allocation.ActuatedFile))
+	if err != nil {
+		return nil, err
+	}
+	records := allocation.NewRecords(allocated, clk, b.metrics)
 	runtimeMgr := kuberuntime.NewManager(kuberuntime.Config{
+		Actuated: actuated, PodResizer: node.containers, Metrics: b.metrics,
 		Runtime: b.cri.Runtime, Images: puller, Clock: clk, Recorder: b.recorder, Spec: spec, Credentials: creds,
 		PodsDir: b.host.podsDir, ContainerLogsDir: containerLogsDir, HostIPs: b.host.ips,
 		DeadContainerMinAge: gcPolicy.MinAge, CleanLogs: logRotation.Clean,
@@ -97,6 +115,7 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	syncCfg := podsync.Config{
 		Runtime: runtimeMgr, Status: statuses, Clock: clk, HostIPs: b.host.ips, RuntimeName: b.version.RuntimeName,
 		MaxDeadPerContainer: gcPolicy.MaxPerPodContainer, Volumes: volumes, Probes: probes, Recorder: b.recorder, Metrics: b.metrics,
+		Allocations: records,
 	}
 	if mirrors != nil {
 		syncCfg.Mirrors = mirrors
@@ -104,7 +123,7 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	podCfg, names := startSources(ctx, b)
 	return &podParts{
 		pods: pods, statuses: statuses, mirrors: mirrors, runtime: runtimeMgr, probes: probes, syncer: podsync.New(syncCfg),
-		logRotation: logRotation, imageGC: imageGC, sources: podCfg, sourceNames: names,
+		logRotation: logRotation, imageGC: imageGC, sources: podCfg, sourceNames: names, allocations: records, spec: spec,
 	}, nil
 }
 

@@ -30,6 +30,12 @@ const (
 	FailedPreStopHook   = "FailedPreStopHook"
 	DeadlineExceeded    = "DeadlineExceeded"
 	StartingKubelet     = "Starting"
+	// In-place pod resize (pods/resize), as upstream's.
+	ResizeDeferred   = "ResizeDeferred"
+	ResizeInfeasible = "ResizeInfeasible"
+	ResizeCompleted  = "ResizeCompleted"
+	ResizeStarted    = "ResizeStarted"
+	ResizeError      = "ResizeError"
 )
 
 // Recorder emits an event about an object. client-go's

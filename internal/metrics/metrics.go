@@ -51,6 +51,17 @@ type Metrics struct {
 	EvictionStatsAge *prometheus.HistogramVec
 	// ImageGarbageCollected counts images the image GC removed, by reason.
 	ImageGarbageCollected *prometheus.CounterVec
+	// In-place pod resize (pods/resize), as upstream's.
+	ContainerRequestedResizes     *prometheus.CounterVec
+	PodResizeDurationMilliseconds *prometheus.HistogramVec
+	PodPendingResizes             *prometheus.GaugeVec
+	PodInfeasibleResizes          *prometheus.CounterVec
+	PodInProgressResizes          prometheus.Gauge
+	PodDeferredAcceptedResizes    *prometheus.CounterVec
+	// User-namespaced pods (hostUsers: false) started, and those that
+	// failed to start.
+	StartedUserNamespacedPods       prometheus.Counter
+	StartedUserNamespacedPodsErrors prometheus.Counter
 
 	// ProbeTotal and ProbeDuration are the prober's, served on
 	// /metrics/probes (labels: see ProbeLabels).
@@ -117,6 +128,39 @@ func New() *Metrics {
 			Subsystem: subsystem, Name: "image_garbage_collected_total",
 			Help: "Total number of images garbage collected by the kubelet, whether through disk usage or image age.",
 		}, []string{"reason"}),
+		ContainerRequestedResizes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: subsystem, Name: "container_requested_resizes_total",
+			Help: "Number of requested resizes, counted at the container level. Different resources on the same container are counted separately. The 'requirement' label refers to 'memory' or 'limits'; the 'operation' label can be one of 'add', 'remove', 'increase' or 'decrease'.",
+		}, []string{"resource", "requirement", "operation"}),
+		PodResizeDurationMilliseconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: subsystem, Name: "pod_resize_duration_milliseconds",
+			Help:    "Duration in milliseconds to actuate a pod resize",
+			Buckets: []float64{10, 50, 100, 500, 1000, 2000, 5000, 10000, 20000, 30000, 60000, 120000, 300000, 600000},
+		}, []string{"success"}),
+		PodPendingResizes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: subsystem, Name: "pod_pending_resizes",
+			Help: "Number of pending resizes for pods.",
+		}, []string{"reason"}),
+		PodInfeasibleResizes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: subsystem, Name: "pod_infeasible_resizes_total",
+			Help: "Number of infeasible resizes for pods.",
+		}, []string{"reason_detail"}),
+		PodInProgressResizes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Subsystem: subsystem, Name: "pod_in_progress_resizes",
+			Help: "Number of in-progress resizes for pods.",
+		}),
+		PodDeferredAcceptedResizes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: subsystem, Name: "pod_deferred_accepted_resizes_total",
+			Help: "Cumulative number of resizes that were accepted after being deferred.",
+		}, []string{"retry_trigger"}),
+		StartedUserNamespacedPods: prometheus.NewCounter(prometheus.CounterOpts{
+			Subsystem: subsystem, Name: "started_user_namespaced_pods_total",
+			Help: "Cumulative number of pods with user namespaces started. This metric will only be collected on Linux.",
+		}),
+		StartedUserNamespacedPodsErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Subsystem: subsystem, Name: "started_user_namespaced_pods_errors_total",
+			Help: "Cumulative number of errors when starting pods with user namespaces. This metric will only be collected on Linux.",
+		}),
 		// Upstream's help carries the stability level component-base adds;
 		// the histogram keeps component-base's default (Prometheus') buckets.
 		ProbeTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -139,6 +183,8 @@ func (m *Metrics) Registry(extra ...prometheus.Collector) *prometheus.Registry {
 	r.MustRegister(m.PodStartDuration, m.PodStartSLIDuration, m.PLEGRelistDuration, m.PLEGRelistInterval,
 		m.RunningPods, m.RunningContainers, m.RuntimeOperationsDuration, m.RuntimeOperationsTotal,
 		m.RuntimeOperationsErrors, m.Evictions, m.EvictionStatsAge, m.ImageGarbageCollected,
+		m.ContainerRequestedResizes, m.PodResizeDurationMilliseconds, m.PodPendingResizes, m.PodInfeasibleResizes,
+		m.PodInProgressResizes, m.PodDeferredAcceptedResizes, m.StartedUserNamespacedPods, m.StartedUserNamespacedPodsErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range extra {
 		r.MustRegister(c)

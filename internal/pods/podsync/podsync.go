@@ -16,6 +16,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/backoff"
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/metrics"
+	"github.com/seed-kubelet/kubelet/internal/pods/allocation"
 	"github.com/seed-kubelet/kubelet/internal/pods/podstatus"
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
@@ -32,7 +33,23 @@ type Runtime interface {
 	KillPod(ctx context.Context, pod *v1.Pod, st *kuberuntime.PodStatus, gracePeriod *int64) error
 	RemovePod(ctx context.Context, st *kuberuntime.PodStatus) error
 	PruneContainers(ctx context.Context, st *kuberuntime.PodStatus, keep int)
+	// ResizeInProgress reports whether what runs differs from what the
+	// pod was allocated; Actuated is what was applied.
+	ResizeInProgress(pod *v1.Pod, st *kuberuntime.PodStatus) bool
+	Actuated(pod *v1.Pod) *allocation.PodResources
 }
+
+// Allocations is what a sync needs of the allocation manager: the
+// resources each pod was allocated (a pod syncs with them, not with a
+// resize not yet accepted) and its resize conditions.
+type Allocations interface {
+	Apply(pod *v1.Pod) (*v1.Pod, bool)
+	Conditions(uid types.UID) []v1.PodCondition
+	SetInProgress(uid types.UID, reason, message string, generation int64) (int64, bool)
+	ClearInProgress(uid types.UID) (int64, bool)
+}
+
+var _ Allocations = (*allocation.Records)(nil)
 
 var _ Runtime = (*kuberuntime.Manager)(nil)
 
@@ -61,6 +78,9 @@ type Config struct {
 	// Metrics receives the pod start durations; nil means a private set
 	// nobody serves.
 	Metrics *metrics.Metrics
+	// Allocations gives each pod's allocated resources and resize
+	// conditions; nil syncs pods as their specs say (no in-place resize).
+	Allocations Allocations
 }
 
 // ActiveDeadline reports whether pod has run past activeDeadlineSeconds
@@ -146,6 +166,13 @@ func (s *Syncer) publish(pod *v1.Pod, st *kuberuntime.PodStatus) v1.PodStatus {
 
 func (s *Syncer) publishWith(pod *v1.Pod, st *kuberuntime.PodStatus, terminal bool) v1.PodStatus {
 	old, _ := s.cfg.Status.Get(pod.UID)
+	var resizeConds []v1.PodCondition
+	if s.cfg.Allocations != nil {
+		if !terminal {
+			s.resizeProgress(pod, st)
+		}
+		resizeConds = s.cfg.Allocations.Conditions(pod.UID)
+	}
 	s.mu.Lock()
 	failures := make(map[string]kuberuntime.ContainerFailure, len(s.failures[pod.UID]))
 	for k, v := range s.failures[pod.UID] {
@@ -155,6 +182,7 @@ func (s *Syncer) publishWith(pod *v1.Pod, st *kuberuntime.PodStatus, terminal bo
 	in := podstatus.Input{
 		Pod: pod, Runtime: st, Failures: failures, Old: old, HostIPs: s.cfg.HostIPs,
 		RuntimeName: s.cfg.RuntimeName, Now: s.cfg.Clock.Now(), Terminal: terminal,
+		Actuated: s.cfg.Runtime.Actuated(pod), ResizeConditions: resizeConds,
 	}
 	if s.cfg.Probes != nil {
 		in.Ready = func(name string) bool { return s.cfg.Probes.Ready(pod.UID, name) }
@@ -164,6 +192,19 @@ func (s *Syncer) publishWith(pod *v1.Pod, st *kuberuntime.PodStatus, terminal bo
 	s.cfg.Status.Set(pod, ps)
 	s.observeStart(pod, ps)
 	return ps
+}
+
+// resizeProgress sets PodResizeInProgress while what runs differs from
+// what the pod was allocated, and clears it (with a ResizeCompleted event)
+// once they agree, as upstream's SyncPod.
+func (s *Syncer) resizeProgress(pod *v1.Pod, st *kuberuntime.PodStatus) {
+	if s.cfg.Runtime.ResizeInProgress(pod, st) {
+		s.cfg.Allocations.SetInProgress(pod.UID, "", "", pod.Generation)
+		return
+	}
+	if gen, cleared := s.cfg.Allocations.ClearInProgress(pod.UID); cleared && s.cfg.Recorder != nil {
+		s.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.ResizeCompleted, "%s", allocation.Message(pod, gen, "", "Pod resize completed"))
+	}
 }
 
 // observeStart records the pod start duration the first time a pod runs.
@@ -203,8 +244,12 @@ func (s *Syncer) record(uid types.UID, res kuberuntime.SyncResult) {
 	}
 }
 
-// SyncPod publishes the pod's status and makes the runtime match its spec.
+// SyncPod publishes the pod's status and makes the runtime match its spec,
+// with the resources allocated to it.
 func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, error) {
+	if s.cfg.Allocations != nil {
+		pod, _ = s.cfg.Allocations.Apply(pod)
+	}
 	st, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return podworkers.Outcome{}, fmt.Errorf("get runtime status of pod %s: %w", klog.KObj(pod), err)
@@ -248,6 +293,12 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	unhealthy, startupPending := s.probe(pod, st)
 	res := s.cfg.Runtime.SyncPod(ctx, kuberuntime.Inputs{Pod: pod, Status: st, Unhealthy: unhealthy, StartupPending: startupPending})
 	s.record(pod.UID, res)
+	if res.ResizeErr != nil && s.cfg.Allocations != nil {
+		msg := res.ResizeErr.Error()
+		if gen, changed := s.cfg.Allocations.SetInProgress(pod.UID, allocation.ReasonError, msg, pod.Generation); changed && s.cfg.Recorder != nil {
+			s.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.ResizeError, "%s", allocation.Message(pod, gen, msg, "Pod resize error"))
+		}
+	}
 	if res.Changed || len(res.Failures) > 0 {
 		// Publish what the sync did now rather than at the next relist.
 		if st2, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {

@@ -364,6 +364,14 @@ func (r *runtimeServer) ContainerStatus(ctx context.Context, req *runtimeapi.Con
 	return r.s.Runtime.ContainerStatus(ctx, req.ContainerId, req.Verbose)
 }
 
+func (r *runtimeServer) ContainerStats(ctx context.Context, req *runtimeapi.ContainerStatsRequest) (*runtimeapi.ContainerStatsResponse, error) {
+	st, err := r.s.Runtime.ContainerStats(ctx, req.ContainerId)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ContainerStatsResponse{Stats: st}, nil
+}
+
 func (r *runtimeServer) GetContainerEvents(_ *runtimeapi.GetEventsRequest, stream runtimeapi.RuntimeService_GetContainerEventsServer) error {
 	return r.s.events.serve(stream)
 }

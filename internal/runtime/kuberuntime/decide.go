@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/seed-kubelet/kubelet/internal/pods/allocation"
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 )
@@ -44,12 +45,12 @@ type Inputs struct {
 	// back the init and app containers after it, as upstream's
 	// computeInitContainerActions does.
 	StartupPending map[string]bool
-	// Actuated are the resources last applied to each container (by
-	// name), from the kubelet's actuated-resources checkpoint. Nil turns
-	// in-place resize off (nothing is ever updated); a container missing
-	// from a non-nil map counts as having no resources applied, as
-	// upstream's missing record does.
-	Actuated map[string]v1.ResourceRequirements
+	// Actuated are the resources last applied to the pod's containers (by
+	// name) and its cgroup (pod level), from the kubelet's
+	// actuated-resources checkpoint; Pod carries the allocated ones. Nil
+	// turns in-place resize off; a container missing from it counts as
+	// having no resources applied, as upstream's missing record does.
+	Actuated *allocation.PodResources
 }
 
 // PodActions is what must happen to a pod to bring the runtime in line
@@ -70,12 +71,16 @@ type PodActions struct {
 	// EphemeralContainersToStart are indexes into spec.ephemeralContainers:
 	// the debug containers that never ran (they are never restarted).
 	EphemeralContainersToStart []int
+	// Resize is the in-place resize of running containers and of the pod
+	// cgroup (pods/resize).
+	Resize Resize
 }
 
 // Empty reports whether there is nothing to do.
 func (a PodActions) Empty() bool {
 	return !a.KillPod && !a.CreateSandbox && len(a.InitContainersToStart) == 0 &&
-		len(a.ContainersToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.EphemeralContainersToStart) == 0
+		len(a.ContainersToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.EphemeralContainersToStart) == 0 &&
+		a.Resize.Empty()
 }
 
 // ShouldRestart reports whether a container that is not running must be
@@ -265,9 +270,24 @@ func ComputePodActions(in Inputs) PodActions {
 			a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: s.ID, Name: c.Name, Container: c,
 				Message: u.Message, GracePeriod: u.GracePeriod})
 			a.InitContainersToStart = append(a.InitContainersToStart, i)
+			continue
+		}
+		if resizeContainer(pod, c, s, in.Actuated, &a) {
+			a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: s.ID, Name: c.Name, Container: c,
+				Message: fmt.Sprintf("Container %s resize requires restart", c.Name)})
+			a.InitContainersToStart = append(a.InitContainersToStart, i)
 		}
 	}
 	if !done {
+		// A regular init container that runs is resized in place (its
+		// resize policy cannot ask for a restart).
+		for i := range pod.Spec.InitContainers {
+			c := &pod.Spec.InitContainers[i]
+			if !podutil.IsRestartableInitContainer(c) {
+				resizeContainer(pod, c, st.FindContainer(c.Name), in.Actuated, &a)
+			}
+		}
+		orderUpdates(&a.Resize)
 		return a
 	}
 
@@ -301,12 +321,26 @@ func ComputePodActions(in Inputs) PodActions {
 			}
 			continue
 		}
+		if resizeContainer(pod, c, s, in.Actuated, &a) {
+			// As upstream: restarted whatever the restart policy.
+			a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: s.ID, Name: c.Name, Container: c,
+				Message: fmt.Sprintf("Container %s resize requires restart", c.Name)})
+			a.ContainersToStart = append(a.ContainersToStart, i)
+			continue
+		}
 		keep++
 	}
 	if keep == 0 && len(a.ContainersToStart) == 0 {
 		// Nothing runs and nothing will: the pod is done; stop its sandbox.
 		a.KillPod = true
 		a.ContainersToKill = nil
+		a.InitContainersToStart = nil
+		a.Resize = Resize{}
+		return a
 	}
+	if podLevelChanged(pod, in.Actuated) {
+		a.Resize.Pod = true
+	}
+	orderUpdates(&a.Resize)
 	return a
 }

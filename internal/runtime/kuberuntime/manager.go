@@ -18,6 +18,8 @@ import (
 
 	"github.com/seed-kubelet/kubelet/internal/backoff"
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/metrics"
+	"github.com/seed-kubelet/kubelet/internal/pods/allocation"
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 )
@@ -36,6 +38,9 @@ const (
 
 // MinGracePeriod is the shortest grace period a container is given to stop.
 const MinGracePeriod int64 = 2
+
+// workerResizeRetry is how soon a resize that failed is tried again.
+const workerResizeRetry = 10 * time.Second
 
 // Config is what a Manager needs.
 type Config struct {
@@ -75,6 +80,14 @@ type Config struct {
 	// sandbox's cgroup parent) and removes it with the pod; nil leaves the
 	// cgroup parent as Spec.CgroupParent says.
 	PodCgroups PodCgroups
+	// Actuated records the resources applied to each container and pod
+	// cgroup (the actuated_pods_state checkpoint); nil turns in-place
+	// resize off.
+	Actuated *allocation.State
+	// PodResizer resizes pod cgroups in place; nil resizes containers only.
+	PodResizer PodResizer
+	// Metrics receives kubelet_pod_resize_duration_milliseconds; may be nil.
+	Metrics *metrics.Metrics
 }
 
 // PodCgroups is what the runtime manager needs of the container manager.
@@ -120,6 +133,11 @@ type SyncResult struct {
 	RequeueAfter time.Duration
 	// Err is the first error that stopped the sync.
 	Err error
+	// ResizeErr is why an in-place resize could not be done (the sync
+	// goes on; the next one tries again), for PodResizeInProgress.
+	ResizeErr error
+	// Resized is true when an in-place resize was done.
+	Resized bool
 }
 
 func (r *SyncResult) fail(name, reason, msg string) {
@@ -145,6 +163,9 @@ func (m *Manager) SyncPod(ctx context.Context, in Inputs) SyncResult {
 	pod, st := in.Pod, in.Status
 	if st == nil {
 		st = &PodStatus{}
+	}
+	if in.Actuated == nil {
+		in.Actuated = m.Actuated(pod)
 	}
 	actions := ComputePodActions(in)
 	klog.V(4).InfoS("Computed pod actions", "pod", klog.KObj(pod), "actions", actions)
@@ -202,6 +223,12 @@ func (m *Manager) SyncPod(ctx context.Context, in Inputs) SyncResult {
 			res.Err = err
 			return res
 		}
+		if m.cfg.Actuated != nil && pod.Spec.Resources != nil {
+			// The pod cgroup was made for the allocated pod-level resources.
+			if err := m.cfg.Actuated.SetPodLevel(pod.UID, pod.Spec.Resources); err != nil {
+				klog.ErrorS(err, "Cannot record the pod's actuated resources", "pod", klog.KObj(pod))
+			}
+		}
 	}
 
 	// Debug containers first, as upstream: they are there to look at a pod
@@ -216,14 +243,28 @@ func (m *Manager) SyncPod(ctx context.Context, in Inputs) SyncResult {
 		}
 		m.startContainer(ctx, &res, pod, st, (*v1.Container)(&ec.EphemeralContainerCommon), sandboxID, sandboxConfig, podIPs, target)
 	}
+	startedInit := false
 	for _, i := range actions.InitContainersToStart {
 		c := &pod.Spec.InitContainers[i]
 		m.startContainer(ctx, &res, pod, st, c, sandboxID, sandboxConfig, podIPs, "")
 		if !podutil.IsRestartableInitContainer(c) {
 			// Regular init containers run one at a time: the next sync
 			// (woken by its exit) starts the one after.
-			return res
+			startedInit = true
+			break
 		}
+	}
+	if !actions.Resize.Empty() {
+		if err := m.resize(ctx, pod, actions.Resize, sandboxID, sandboxConfig); err != nil {
+			klog.ErrorS(err, "Pod resize not actuated; the next sync tries again", "pod", klog.KObj(pod))
+			res.ResizeErr = err
+			res.requeue(workerResizeRetry)
+		} else {
+			res.Resized = true
+		}
+	}
+	if startedInit {
+		return res
 	}
 	for _, i := range actions.ContainersToStart {
 		m.startContainer(ctx, &res, pod, st, &pod.Spec.Containers[i], sandboxID, sandboxConfig, podIPs, "")
@@ -353,6 +394,7 @@ func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.P
 		}
 	}
 	res.Started = append(res.Started, c.Name)
+	m.recordStarted(pod, c, criconfig.IsEphemeral(pod, c.Name))
 	m.linkContainerLog(pod, c.Name, id, filepath.Join(sandboxConfig.LogDirectory, cfg.LogPath))
 	klog.V(2).InfoS("Started container", "pod", klog.KObj(pod), "container", c.Name, "containerID", id, "restartCount", restartCount)
 	return true
