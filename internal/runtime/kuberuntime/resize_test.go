@@ -87,7 +87,9 @@ func TestComputePodActionsResize(t *testing.T) {
 					Desired: Values{CPURequest: 100}}}}}
 			}},
 		{name: "a container not running is sized when it starts", pod: mk(rr("1", "", "", "")), actuated: act(old), exited: true,
-			want: func(p *v1.Pod, id string) PodActions { return PodActions{SandboxID: "sb1", ContainersToStart: []int{0}} }},
+			want: func(p *v1.Pod, id string) PodActions {
+				return PodActions{SandboxID: "sb1", ContainersToStart: []int{0}}
+			}},
 		{name: "pod-level resources changed: the pod cgroup follows", actuated: &allocation.PodResources{
 			ContainerResources: map[string]v1.ResourceRequirements{"a": {}}, PodLevelResources: &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}},
 			pod: func() *v1.Pod {
