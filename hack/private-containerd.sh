@@ -8,11 +8,19 @@
 #   hack/private-containerd.sh NAME          start; prints the CRI endpoint
 #   hack/private-containerd.sh NAME stop     stop it and remove its state
 #
+# With CONTAINERD_VERSION=2 it starts containerd 2.x instead (built from
+# test/tools/containerd2 as hack/setup-containerd2.sh does), running
+# containers with runc built from test/tools/runc: it has the CRI event
+# stream and offers user namespaces (hostUsers: false), which Debian's 1.6
+# and runc 1.1.5 do not. One NAME is one version; stop it before reusing
+# the NAME with the other.
+#
 # Socket /run/seed-NAME/containerd.sock, root /var/lib/seed-NAME/containerd,
 # log /var/log/seed-NAME-containerd.log. Run hack/setup-node.sh first. Needs
 # root. Use it with: CONTAINER_RUNTIME_ENDPOINT=$(hack/private-containerd.sh NAME) go test ...
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/containerd2.sh"
 
 NAME=${1:?usage: $0 NAME [stop]}
 [[ $NAME =~ ^[a-z0-9-]+$ ]] || die "NAME must be lower-case letters, digits and dashes"
@@ -27,19 +35,67 @@ answers() {
   [[ -S $P_SOCK ]] && ctr --address "$P_SOCK" --connect-timeout 1s --timeout 3s version >/dev/null 2>&1
 }
 
+# write_config_v2: containerd 2.x's config (version 4), as
+# setup-containerd2.sh writes it, with this instance's paths and runc.
+write_config_v2() {
+  cat >"$P_CONFIG" <<TOML
+version = 4
+root = '${P_ROOT}'
+state = '${P_RUN}/state'
+# NRI would share /var/run/nri with the other containerds.
+disabled_plugins = ['io.containerd.nri.v1.nri']
+
+[plugins]
+  [plugins.'io.containerd.server.v1.grpc']
+    address = '${P_SOCK}'
+  [plugins.'io.containerd.server.v1.ttrpc']
+    address = '${P_SOCK}.ttrpc'
+  [plugins.'io.containerd.server.v1.debug']
+    address = ''
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = 'overlayfs'
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = '${SANDBOX_IMAGE}'
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = '/etc/containerd/certs.d'
+  [plugins.'io.containerd.cri.v1.runtime']
+    restrict_oom_score_adj = true
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = 'runc'
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+        runtime_type = 'io.containerd.runc.v2'
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+          SystemdCgroup = false
+          BinaryName = '${RUNC_BIN}'
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ['/usr/lib/cni']
+      conf_dir = '/etc/cni/net.d'
+TOML
+}
+
 start() {
   [[ $(id -u) == 0 ]] || die "run as root"
   containerd_answers || die "the shared containerd is not running: run hack/setup-node.sh first"
   mkdir -p "$P_RUN"
-  sed -e "s|^root = .*|root = \"${P_ROOT}\"|" \
-    -e "s|^state = .*|state = \"${P_RUN}/state\"|" \
-    -e "s|^  address = \"${CONTAINERD_SOCK}\"|  address = \"${P_SOCK}\"|" \
-    "$CONTAINERD_CONFIG" >"$P_CONFIG"
-  grep -q "address = \"${P_SOCK}\"" "$P_CONFIG" || die "could not set the private socket in ${P_CONFIG}"
+  local bin=containerd path=$PATH
+  if [[ ${CONTAINERD_VERSION:-1} == 2 ]]; then
+    build_containerd2 >&2
+    build_runc >&2
+    write_config_v2
+    bin=${C2_BIN}/containerd
+    # The 2.x shim must come before Debian's 1.6 shim in PATH.
+    path="${C2_BIN}:${PATH}"
+  else
+    sed -e "s|^root = .*|root = \"${P_ROOT}\"|" \
+      -e "s|^state = .*|state = \"${P_RUN}/state\"|" \
+      -e "s|^  address = \"${CONTAINERD_SOCK}\"|  address = \"${P_SOCK}\"|" \
+      "$CONTAINERD_CONFIG" >"$P_CONFIG"
+  fi
+  grep -q "address = .${P_SOCK}." "$P_CONFIG" || die "could not set the private socket in ${P_CONFIG}"
   if answers; then
     pid_alive "$P_PID" || die "something not started by us answers on ${P_SOCK}"
   else
-    start_daemon "$P_PID" "$P_LOG" containerd --config "$P_CONFIG"
+    start_daemon "$P_PID" "$P_LOG" env PATH="$path" "$bin" --config "$P_CONFIG"
     wait_until 30 "containerd on ${P_SOCK}" answers >&2 || die "containerd did not start; log ${P_LOG}"
     log "started (pid $(<"$P_PID")) on ${P_SOCK}, log ${P_LOG}" >&2
   fi

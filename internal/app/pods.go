@@ -2,11 +2,14 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
@@ -22,6 +25,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/runtime/prober"
+	"github.com/seed-kubelet/kubelet/internal/runtime/userns"
 	"github.com/seed-kubelet/kubelet/internal/sources"
 	"github.com/seed-kubelet/kubelet/internal/volume"
 )
@@ -61,6 +65,15 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 		mirrors = mirror.NewManager(mirror.New(mirror.Config{Client: b.api.main, NodeName: b.host.nodeName, NodeUID: node.latest.UID}), pods)
 	}
 	spec := criOptions(cfg, b.host, node.containers.CgroupV2())
+	users, err := newUserNamespaces(cfg, b)
+	if err != nil {
+		return nil, err
+	}
+	spec.UserNamespace = func(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
+		uctx, cancel := context.WithTimeout(ctx, cfg.RuntimeRequestTimeout.Duration)
+		defer cancel()
+		return users.Options(uctx, pod, "")
+	}
 	// A resourceFieldRef to a missing limit reads the node's allocatable.
 	spec.NodeAllocatable = node.latest.Allocatable
 	volCfg := volume.Config{PodsDir: b.host.podsDir, NodeName: b.host.nodeName, ResourceField: spec.ResourceFieldValue, NodeAllocatable: spec.NodeAllocatable}
@@ -102,7 +115,7 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	}
 	records := allocation.NewRecords(allocated, clk, b.metrics)
 	runtimeMgr := kuberuntime.NewManager(kuberuntime.Config{
-		Actuated: actuated, PodResizer: node.containers, Metrics: b.metrics,
+		Actuated: actuated, PodResizer: node.containers, Metrics: b.metrics, UserNamespaces: users,
 		Runtime: b.cri.Runtime, Images: puller, Clock: clk, Recorder: b.recorder, Spec: spec, Credentials: creds,
 		PodsDir: b.host.podsDir, ContainerLogsDir: containerLogsDir, HostIPs: b.host.ips,
 		DeadContainerMinAge: gcPolicy.MinAge, CleanLogs: logRotation.Clean,
@@ -125,6 +138,27 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 		pods: pods, statuses: statuses, mirrors: mirrors, runtime: runtimeMgr, probes: probes, syncer: podsync.New(syncCfg),
 		logRotation: logRotation, imageGC: imageGC, sources: podCfg, sourceNames: names, allocations: records, spec: spec,
 	}, nil
+}
+
+// newUserNamespaces is the user namespace manager (hostUsers: false pods):
+// the kubelet's ID range as upstream picks it, userNamespaces.idsPerPod
+// IDs per pod. A range that cannot serve maxPods pods stops the kubelet,
+// as upstream.
+func newUserNamespaces(cfg *kubeletconfig.KubeletConfiguration, b *base) (*userns.Manager, error) {
+	var per uint32
+	if cfg.UserNamespaces != nil && cfg.UserNamespaces.IDsPerPod != nil {
+		per = uint32(*cfg.UserNamespaces.IDsPerPod)
+	}
+	first, length, err := userns.KubeletMappings(per)
+	if err != nil {
+		return nil, fmt.Errorf("create user namespace manager: kubelet mappings: %w", err)
+	}
+	m, err := userns.New(userns.Config{PodsDir: b.host.podsDir, IDsPerPod: per, MaxPods: int(cfg.MaxPods),
+		FirstID: first, Length: length, Runtime: b.cri.Runtime})
+	if err != nil {
+		return nil, fmt.Errorf("create user namespace manager: %w", err)
+	}
+	return m, nil
 }
 
 // sourcesReady reports whether every configured pod source has been seen.

@@ -113,6 +113,8 @@ var SupportedConfigFields = map[string]bool{
 	"volumeStatsAggPeriod": true,
 	// Local ephemeral storage limits (internal/node/eviction).
 	"localStorageCapacityIsolation": true,
+	// User namespaces of hostUsers: false pods (internal/runtime/userns).
+	"userNamespaces": true,
 }
 
 // UnsupportedFlags lists, sorted, every flag that is accepted so existing

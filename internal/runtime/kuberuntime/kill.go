@@ -190,6 +190,9 @@ func (m *Manager) RemovePod(ctx context.Context, st *PodStatus) error {
 		}
 	}
 	if st.UID != "" {
+		if m.cfg.UserNamespaces != nil {
+			m.cfg.UserNamespaces.Release(st.UID)
+		}
 		if m.cfg.Actuated != nil {
 			if err := m.cfg.Actuated.Remove(st.UID); err != nil {
 				klog.V(2).InfoS("Cannot forget the pod's actuated resources; housekeeping retries", "podUID", st.UID, "err", err)
@@ -230,6 +233,9 @@ func (m *Manager) unlinkContainerLog(podName, ns, name, id string) {
 // else is mounted below it, nor across a filesystem boundary, and is
 // retried at the next housekeeping.
 func (m *Manager) CleanupOrphanedPodDirs(keep map[types.UID]bool) {
+	if m.cfg.UserNamespaces != nil {
+		m.cfg.UserNamespaces.CleanupOrphans(keep)
+	}
 	if m.cfg.Actuated != nil {
 		if err := m.cfg.Actuated.RemoveOrphans(keep); err != nil {
 			klog.V(2).InfoS("Cannot remove orphaned actuated resources", "err", err)

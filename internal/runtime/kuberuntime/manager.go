@@ -86,8 +86,19 @@ type Config struct {
 	Actuated *allocation.State
 	// PodResizer resizes pod cgroups in place; nil resizes containers only.
 	PodResizer PodResizer
-	// Metrics receives kubelet_pod_resize_duration_milliseconds; may be nil.
+	// Metrics receives kubelet_pod_resize_duration_milliseconds and the
+	// user-namespaced pod counts; may be nil.
 	Metrics *metrics.Metrics
+	// UserNamespaces releases a removed pod's user namespace range and
+	// cleans up those of orphans; may be nil.
+	UserNamespaces UserNamespaces
+}
+
+// UserNamespaces is what the runtime manager needs of the user namespace
+// manager (the ranges of hostUsers: false pods).
+type UserNamespaces interface {
+	Release(uid types.UID)
+	CleanupOrphans(keep map[types.UID]bool)
 }
 
 // PodCgroups is what the runtime manager needs of the container manager.
@@ -201,6 +212,16 @@ func (m *Manager) SyncPod(ctx context.Context, in Inputs) SyncResult {
 			return res
 		}
 		spec.CgroupParent = parent
+	}
+	if actions.CreateSandbox && pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers && m.cfg.Metrics != nil {
+		// As upstream: counted when its sandbox is to be created, and an
+		// error when this sync fails (the config, the sandbox, a container).
+		m.cfg.Metrics.StartedUserNamespacedPods.Inc()
+		defer func() {
+			if res.Err != nil || len(res.Failures) > 0 {
+				m.cfg.Metrics.StartedUserNamespacedPodsErrors.Inc()
+			}
+		}()
 	}
 	sandboxConfig, warnings, err := criconfig.SandboxConfig(pod, actions.Attempt, spec)
 	if err != nil {
