@@ -35,44 +35,6 @@ answers() {
   [[ -S $P_SOCK ]] && ctr --address "$P_SOCK" --connect-timeout 1s --timeout 3s version >/dev/null 2>&1
 }
 
-# write_config_v2: containerd 2.x's config (version 4), as
-# setup-containerd2.sh writes it, with this instance's paths and runc.
-write_config_v2() {
-  cat >"$P_CONFIG" <<TOML
-version = 4
-root = '${P_ROOT}'
-state = '${P_RUN}/state'
-# NRI would share /var/run/nri with the other containerds.
-disabled_plugins = ['io.containerd.nri.v1.nri']
-
-[plugins]
-  [plugins.'io.containerd.server.v1.grpc']
-    address = '${P_SOCK}'
-  [plugins.'io.containerd.server.v1.ttrpc']
-    address = '${P_SOCK}.ttrpc'
-  [plugins.'io.containerd.server.v1.debug']
-    address = ''
-  [plugins.'io.containerd.cri.v1.images']
-    snapshotter = 'overlayfs'
-    [plugins.'io.containerd.cri.v1.images'.pinned_images]
-      sandbox = '${SANDBOX_IMAGE}'
-    [plugins.'io.containerd.cri.v1.images'.registry]
-      config_path = '/etc/containerd/certs.d'
-  [plugins.'io.containerd.cri.v1.runtime']
-    restrict_oom_score_adj = true
-    [plugins.'io.containerd.cri.v1.runtime'.containerd]
-      default_runtime_name = 'runc'
-      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-        runtime_type = 'io.containerd.runc.v2'
-        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-          SystemdCgroup = false
-          BinaryName = '${RUNC_BIN}'
-    [plugins.'io.containerd.cri.v1.runtime'.cni]
-      bin_dirs = ['/usr/lib/cni']
-      conf_dir = '/etc/cni/net.d'
-TOML
-}
-
 start() {
   [[ $(id -u) == 0 ]] || die "run as root"
   containerd_answers || die "the shared containerd is not running: run hack/setup-node.sh first"
@@ -81,7 +43,7 @@ start() {
   if [[ ${CONTAINERD_VERSION:-1} == 2 ]]; then
     build_containerd2 >&2
     build_runc >&2
-    write_config_v2
+    containerd2_config "$P_ROOT" "${P_RUN}/state" "$P_SOCK" "$RUNC_BIN" >"$P_CONFIG"
     bin=${C2_BIN}/containerd
     # The 2.x shim must come before Debian's 1.6 shim in PATH.
     path="${C2_BIN}:${PATH}"

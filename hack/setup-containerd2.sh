@@ -20,39 +20,7 @@ c2_answers() {
 
 write_config() {
   mkdir -p "$(dirname "$C2_CONFIG")"
-  cat >"${C2_CONFIG}.new" <<TOML
-version = 4
-root = '/var/lib/containerd2'
-state = '/run/containerd2'
-# NRI would share /var/run/nri with the other containerd.
-disabled_plugins = ['io.containerd.nri.v1.nri']
-
-[plugins]
-  # Never the default socket: that belongs to the containerd 1.6 beside us.
-  [plugins.'io.containerd.server.v1.grpc']
-    address = '${C2_SOCK}'
-  [plugins.'io.containerd.server.v1.ttrpc']
-    address = '${C2_SOCK}.ttrpc'
-  [plugins.'io.containerd.server.v1.debug']
-    address = ''
-  [plugins.'io.containerd.cri.v1.images']
-    snapshotter = 'overlayfs'
-    [plugins.'io.containerd.cri.v1.images'.pinned_images]
-      sandbox = '${SANDBOX_IMAGE}'
-    [plugins.'io.containerd.cri.v1.images'.registry]
-      config_path = '/etc/containerd/certs.d'
-  [plugins.'io.containerd.cri.v1.runtime']
-    restrict_oom_score_adj = true
-    [plugins.'io.containerd.cri.v1.runtime'.containerd]
-      default_runtime_name = 'runc'
-      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-        runtime_type = 'io.containerd.runc.v2'
-        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-          SystemdCgroup = false
-    [plugins.'io.containerd.cri.v1.runtime'.cni]
-      bin_dirs = ['/usr/lib/cni']
-      conf_dir = '/etc/cni/net.d'
-TOML
+  containerd2_config /var/lib/containerd2 /run/containerd2 "$C2_SOCK" >"${C2_CONFIG}.new"
   if cmp -s "${C2_CONFIG}.new" "$C2_CONFIG"; then
     rm "${C2_CONFIG}.new"
     return 1

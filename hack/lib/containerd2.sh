@@ -37,3 +37,45 @@ build_runc() {
   (cd "$tools" && CGO_ENABLED=1 go build -tags "seccomp urfave_cli_no_docs" -o "$RUNC_BIN" github.com/opencontainers/runc)
   log "built runc $("$RUNC_BIN" --version | awk 'NR == 1 {print $3}') in $(($(now_ms) - t0))ms"
 }
+
+# containerd2_config ROOT STATE SOCKET [RUNC]: prints a containerd 2.x
+# config (version 4): the CRI plugin as hack/setup-node.sh sets up 1.6
+# (CNI, sandbox image, restrict_oom_score_adj), on its own socket, root and
+# state, and with RUNC as the runc binary when given.
+containerd2_config() {
+  local root=$1 state=$2 sock=$3 runc=${4:-} binary=""
+  [[ -n $runc ]] && binary=$'\n'"          BinaryName = '${runc}'"
+  cat <<TOML
+version = 4
+root = '${root}'
+state = '${state}'
+# NRI would share /var/run/nri with the other containerd.
+disabled_plugins = ['io.containerd.nri.v1.nri']
+
+[plugins]
+  # Never the default socket: that belongs to the containerd 1.6 beside us.
+  [plugins.'io.containerd.server.v1.grpc']
+    address = '${sock}'
+  [plugins.'io.containerd.server.v1.ttrpc']
+    address = '${sock}.ttrpc'
+  [plugins.'io.containerd.server.v1.debug']
+    address = ''
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = 'overlayfs'
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = '${SANDBOX_IMAGE}'
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = '/etc/containerd/certs.d'
+  [plugins.'io.containerd.cri.v1.runtime']
+    restrict_oom_score_adj = true
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = 'runc'
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+        runtime_type = 'io.containerd.runc.v2'
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+          SystemdCgroup = false${binary}
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ['/usr/lib/cni']
+      conf_dir = '/etc/cni/net.d'
+TOML
+}

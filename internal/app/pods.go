@@ -8,10 +8,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/seed-kubelet/kubelet/internal/node/imagegc"
 	"github.com/seed-kubelet/kubelet/internal/node/logrotate"

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
-	"path/filepath"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/dump"
+
+	"github.com/seed-kubelet/kubelet/internal/atomicfile"
 )
 
 // Checkpoint file names in the kubelet's root directory, as upstream's.
@@ -209,34 +210,11 @@ func (s *State) storeLocked() error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileSync(s.path, raw); err != nil {
+	if err := atomicfile.Write(s.path, raw, 0o644); err != nil {
 		return fmt.Errorf("save checkpoint %s: %w", s.path, err)
 	}
 	s.last = f.Checksum
 	return nil
-}
-
-func writeFileSync(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 func (pr PodResources) clone() PodResources {

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/seed-kubelet/kubelet/internal/atomicfile"
 )
 
 // Defaults, as upstream's.
@@ -278,39 +280,11 @@ func (m *Manager) create(uid types.UID) (fileContent, error) {
 }
 
 func (m *Manager) write(uid types.UID, f fileContent) error {
-	dir := filepath.Dir(m.file(uid))
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return err
-	}
 	data, err := json.Marshal(f)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+mappingsFile)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), m.file(uid)); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.Write(m.file(uid), data, 0o644)
 }
 
 // handlerSupportsUserns asks the runtime whether the handler supports user
