@@ -176,6 +176,7 @@ func (m *Manager) SyncPod(ctx context.Context, in Inputs) SyncResult {
 		st = &PodStatus{}
 	}
 	if in.Actuated == nil {
+		m.adoptRunning(pod, st)
 		in.Actuated = m.Actuated(pod)
 	}
 	actions := ComputePodActions(in)

@@ -43,6 +43,35 @@ func (m *Manager) Actuated(pod *v1.Pod) *allocation.PodResources {
 	return &pr
 }
 
+// adoptRunning records, for each running container of pod that has no
+// actuated record (started by a kubelet before in-place resize, or a lost
+// checkpoint), the resources it was allocated: what it was created with.
+// Upstream counts such a container as having nothing applied, which makes
+// it resize (or, with a RestartContainer policy, restart) a container that
+// already runs as it should.
+func (m *Manager) adoptRunning(pod *v1.Pod, st *PodStatus) {
+	if m.cfg.Actuated == nil {
+		return
+	}
+	recorded := m.cfg.Actuated.Containers(pod.UID)
+	adopt := func(c *v1.Container) {
+		if s := st.FindContainer(c.Name); s == nil || s.State != StateRunning {
+			return
+		}
+		if _, ok := recorded[c.Name]; ok {
+			return
+		}
+		klog.V(2).InfoS("Adopting a running container's resources as applied", "pod", klog.KObj(pod), "container", c.Name)
+		m.recordStarted(pod, c, false)
+	}
+	for i := range pod.Spec.InitContainers {
+		adopt(&pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		adopt(&pod.Spec.Containers[i])
+	}
+}
+
 // recordStarted records the resources a started container was given.
 func (m *Manager) recordStarted(pod *v1.Pod, c *v1.Container, ephemeral bool) {
 	if m.cfg.Actuated == nil || ephemeral {
@@ -56,6 +85,7 @@ func (m *Manager) recordStarted(pod *v1.Pod, c *v1.Container, ephemeral bool) {
 // ResizeInProgress reports whether what runs differs from what the pod
 // was allocated (see the package function).
 func (m *Manager) ResizeInProgress(pod *v1.Pod, st *PodStatus) bool {
+	m.adoptRunning(pod, st)
 	return ResizeInProgress(pod, st, m.Actuated(pod))
 }
 

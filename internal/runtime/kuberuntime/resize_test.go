@@ -219,3 +219,27 @@ func TestSyncPodResizesInPlace(t *testing.T) {
 	}
 	_ = context.Background()
 }
+
+// A container already running with no actuated record (a kubelet from
+// before in-place resize, or a lost checkpoint) is adopted as running with
+// its allocated resources: no resize, no restart.
+func TestRunningContainerWithoutRecordIsAdopted(t *testing.T) {
+	actuated := allocation.NewMemoryState()
+	e := newEnv(t, func(c *Config, _ *ImageConfig) { c.Actuated = actuated })
+	pod := newPod("app")
+	pod.Spec.Containers[0].Resources = rr("100m", "100Mi", "200m", "200Mi")
+	pod.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceCPU, RestartPolicy: v1.RestartContainer}}
+	if res := e.sync(pod, nil); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if err := actuated.Remove(pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	res := e.sync(pod, nil)
+	if res.Changed || len(e.cri.ResourceUpdates()) != 0 || len(e.cri.Stops()) != 0 {
+		t.Fatalf("sync of an adopted container: %+v", res)
+	}
+	if got, ok := actuated.Container(pod.UID, "app"); !ok || got.Limits.Cpu().MilliValue() != 200 {
+		t.Fatalf("adopted record %+v %v", got, ok)
+	}
+}
