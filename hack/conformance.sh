@@ -15,6 +15,7 @@
 # How it runs them (both at once, unless told one):
 #   - each kubelet on its own private containerd (hack/private-containerd.sh
 #     conformance, conformance-upstream), as node conformance-<ours|upstream>
+#     (CONFORMANCE_NAME replaces "conformance" in these names)
 #     with credentials from hack/make-node-credentials.sh, and the same
 #     KubeletConfiguration (cluster authn/authz, cgroupfs, no QoS cgroups,
 #     private podLogsDir; see write_config), both with node IP and address
@@ -63,11 +64,15 @@ CSI_CLASS=conformance-csi
 PROCS=${CONFORMANCE_PROCS:-6}
 FLAKE_ATTEMPTS=${CONFORMANCE_FLAKE_ATTEMPTS:-1}
 SUITE_TIMEOUT=${CONFORMANCE_TIMEOUT:-90m}
-STATE=/var/lib/seed-conformance
-CTR_NAME=conformance
+# CONFORMANCE_NAME names this run's nodes, users, containerds and webhook,
+# so two runs (say, two engineers' focused reruns) never share them.
+NAME=${CONFORMANCE_NAME:-conformance}
+[[ $NAME =~ ^[a-z0-9-]+$ ]] || { echo "CONFORMANCE_NAME must be lower-case letters, digits and dashes" >&2; exit 1; }
+STATE=/var/lib/seed-${NAME}
+CTR_NAME=${NAME}
 REG=localhost:5000
 KUBECTL=${BIN_DIR}/kubectl
-WEBHOOK_CONFIG=conformance-pin-pods
+WEBHOOK_CONFIG=${NAME}-pin-pods
 # Kernel settings the upstream kubelet sets when it starts; put back after.
 SYSCTLS=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
 
@@ -248,7 +253,7 @@ EOF
 start_webhook() {
   local dir=${OUT}/webhook port ca fl routes=()
   mkdir -p "$dir"
-  for fl in "$@"; do routes+=(-route "conformance-${fl}=conformance-${fl}"); done
+  for fl in "$@"; do routes+=(-route "${NAME}-${fl}=${NAME}-${fl}"); done
   port=$(free_port)
   openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=conformance-pinpods" \
     -addext "subjectAltName=IP:127.0.0.1" -keyout "${dir}/webhook.key" -out "${dir}/webhook.crt" 2>/dev/null
@@ -377,7 +382,7 @@ cleanup() {
   fi
   stop_csi
   for fl in "${STARTED[@]}"; do
-    node=conformance-${fl}
+    node=${NAME}-${fl}
     if [[ -f ${OUT}/${fl}/kubelet.pid ]]; then stop_daemon "${OUT}/${fl}/kubelet.pid" "kubelet ${node}"; fi
     kc delete node "$node" --ignore-not-found >/dev/null 2>&1 || true
     # Pods still bound to the deleted node (the pod GC would take a while).
@@ -393,7 +398,7 @@ cleanup() {
 
 # start_kubelet FLAVOR BINARY: its own containerd, node conformance-FLAVOR.
 start_kubelet() {
-  local fl=$1 bin=$2 node=conformance-$1 dir=${OUT}/$1 ep port healthz t0
+  local fl=$1 bin=$2 node=${NAME}-$1 dir=${OUT}/$1 ep port healthz t0
   rm -rf "$dir" && mkdir -p "${dir}/pod-logs"
   unmount_under "${STATE}/${node}"
   rm -rf "${STATE:?}/${node}" && mkdir -p "${STATE}/${node}"
@@ -414,7 +419,7 @@ start_kubelet() {
   port=$(free_port)
   healthz=$(free_port)
   write_config "$dir" "$ep" "$port" "$healthz"
-  impersonating_kubeconfig "conformance-${fl}" "${dir}/e2e.kubeconfig"
+  impersonating_kubeconfig "${NAME}-${fl}" "${dir}/e2e.kubeconfig"
   kc delete node "$node" --ignore-not-found >/dev/null 2>&1 || true
   log "${fl}: starting ${bin} as node ${node} on ${ep} (log ${dir}/kubelet.log)"
   start_daemon "${dir}/kubelet.pid" "${dir}/kubelet.log" "$bin" --config "${dir}/config.yaml" \
@@ -430,7 +435,7 @@ start_kubelet() {
 
 # run_e2e FLAVOR: upstream's specs against that kubelet; exit code of ginkgo.
 run_e2e() {
-  local fl=$1 dir=${OUT}/$1 node=conformance-$1 focus=("${DEFAULT_FOCUS[@]}") skip=("${DEFAULT_SKIP[@]}") f args=()
+  local fl=$1 dir=${OUT}/$1 node=${NAME}-$1 focus=("${DEFAULT_FOCUS[@]}") skip=("${DEFAULT_SKIP[@]}") f args=()
   [[ -n ${CONFORMANCE_FOCUS:-} ]] && mapfile -t focus <<<"$CONFORMANCE_FOCUS"
   [[ -n ${CONFORMANCE_SKIP:-} ]] && skip+=("$CONFORMANCE_SKIP")
   if [[ -n ${RERUN_FOCUS_FILE:-} ]]; then

@@ -15,6 +15,13 @@
 #                                            (images, snapshots): for a NAME
 #                                            used once
 #
+# With CONTAINERD_VERSION=2 it starts containerd 2.x instead (built from
+# test/tools/containerd2 as hack/setup-containerd2.sh does), running
+# containers with runc built from test/tools/runc: it has the CRI event
+# stream and offers user namespaces (hostUsers: false), which Debian's 1.6
+# and runc 1.1.5 do not. One NAME is one version; stop it before reusing
+# the NAME with the other.
+#
 # Socket /run/seed-NAME/containerd.sock, root /var/lib/seed-NAME/containerd,
 # log /var/log/seed-NAME-containerd.log. Run hack/setup-node.sh first. Needs
 # root. Use it with: CONTAINER_RUNTIME_ENDPOINT=$(hack/private-containerd.sh NAME) go test ...
@@ -39,9 +46,11 @@
 #                                  /run/seed-kubelet/NAME-containerd.pid.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/containerd2.sh"
 
-# CONTAINERD=2 is the short form of PRIVATE_CONTAINERD_VERSION=2.
-PRIVATE_CONTAINERD_VERSION=${PRIVATE_CONTAINERD_VERSION:-${CONTAINERD:-1}}
+# CONTAINERD=2 and CONTAINERD_VERSION=2 are short forms of
+# PRIVATE_CONTAINERD_VERSION=2.
+PRIVATE_CONTAINERD_VERSION=${PRIVATE_CONTAINERD_VERSION:-${CONTAINERD_VERSION:-${CONTAINERD:-1}}}
 
 NAME=${1:?usage: $0 NAME [stop]}
 [[ $NAME =~ ^[a-z0-9-]+$ ]] || die "NAME must be lower-case letters, digits and dashes"
@@ -61,8 +70,10 @@ answers() {
 # hack/lib/common.sh's.
 write_config() {
   if [[ ${PRIVATE_CONTAINERD_VERSION:-1} == 2 ]]; then
-    [[ -x ${BIN_DIR}/containerd2/containerd ]] || die "containerd 2.x is not built: run hack/setup-containerd2.sh"
-    containerd2_config "$P_ROOT" "${P_RUN}/state" "$P_SOCK" >"$P_CONFIG"
+    # runc 1.5 (idmapped mounts, for user namespaces) beside containerd 2.x.
+    build_containerd2 >&2
+    build_runc >&2
+    containerd2_config "$P_ROOT" "${P_RUN}/state" "$P_SOCK" "$RUNC_BIN" >"$P_CONFIG"
   else
     sed -e "s|^root = .*|root = \"${P_ROOT}\"|" \
       -e "s|^state = .*|state = \"${P_RUN}/state\"|" \

@@ -7,30 +7,15 @@
 # Idempotent; needs root.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/containerd2.sh"
 
-C2_BIN=${BIN_DIR}/containerd2
 C2_SOCK=/run/containerd2/containerd.sock
 C2_CONFIG=/etc/seed-kubelet/containerd2.toml
 C2_LOG=/var/log/containerd2.log
 C2_PID=${RUN_DIR}/containerd2.pid
-TOOLS=${REPO_ROOT}/test/tools/containerd2
 
 c2_answers() {
   [[ -S $C2_SOCK ]] && ctr --address "$C2_SOCK" --connect-timeout 1s --timeout 3s version >/dev/null 2>&1
-}
-
-build() {
-  if [[ -x ${C2_BIN}/containerd && -x ${C2_BIN}/containerd-shim-runc-v2 &&
-    ! ${TOOLS}/go.mod -nt ${C2_BIN}/containerd && ! ${TOOLS}/go.sum -nt ${C2_BIN}/containerd ]]; then
-    return
-  fi
-  local t0
-  t0=$(now_ms)
-  mkdir -p "$C2_BIN"
-  (cd "$TOOLS" && go build -tags "no_btrfs no_devmapper no_zfs no_aufs" -o "${C2_BIN}/" \
-    github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2)
-  touch "${C2_BIN}/containerd" "${C2_BIN}/containerd-shim-runc-v2"
-  log "built containerd $("${C2_BIN}/containerd" --version | awk '{print $3}') in $(($(now_ms) - t0))ms"
 }
 
 write_config() {
@@ -49,7 +34,7 @@ main() {
   [[ -f ${OUT_DIR}/images/busybox.tar && -f ${OUT_DIR}/images/pause.tar ]] || die "run hack/setup-node.sh first (images)"
   local t0 changed=no
   t0=$(now_ms)
-  build
+  build_containerd2
   write_config && changed=yes
   if [[ $changed == yes ]] && pid_alive "$C2_PID"; then
     stop_daemon "$C2_PID" containerd2

@@ -45,6 +45,10 @@ step metrics-families go test -tags "integration upstream" -count=1 -p 1 -timeou
 step control-plane bash hack/start-control-plane.sh
 # test/e2e/kubeadm (kubeadm init and join, about 2 minutes) runs last.
 step e2e go test -tags e2e -count=1 -p 1 -timeout 35m ./test/e2e/...
+# The bars of issue 15 (a resize applied within 1 s of the patch; an
+# ephemeral container next to a pod's start), about 15 s; numbers in
+# test/bench/RESULTS.md.
+step e2e-bars go test -tags e2e -count=1 -p 1 -timeout 5m -run '^$' -bench 'BenchmarkContainerStart|BenchmarkResizeApplied' -benchtime 5x ./test/e2e/
 step vet-reliability go vet -tags reliability ./test/reliability/...
 step reliability bash hack/reliability.sh
 

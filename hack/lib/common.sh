@@ -98,11 +98,13 @@ test_handler_v2() {
 TOML
 }
 
-# containerd2_config ROOT STATE SOCK prints a containerd 2.x config (version
-# 4) with its own root, state and socket: the CRI settings this machine
-# needs, runc as the default handler and TEST_RUNTIME_HANDLER beside it.
+# containerd2_config ROOT STATE SOCK [RUNC] prints a containerd 2.x config
+# (version 4) with its own root, state and socket: the CRI settings this
+# machine needs, runc as the default handler and TEST_RUNTIME_HANDLER beside
+# it, both with RUNC as the runc binary when given.
 containerd2_config() {
-  local root=$1 state=$2 sock=$3
+  local root=$1 state=$2 sock=$3 runc=${4:-} binary=""
+  [[ -n $runc ]] && binary=$'\n'"          BinaryName = '${runc}'"
   cat <<TOML
 version = 4
 root = '${root}'
@@ -131,11 +133,11 @@ disabled_plugins = ['io.containerd.nri.v1.nri']
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
         runtime_type = 'io.containerd.runc.v2'
         [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-          SystemdCgroup = false
+          SystemdCgroup = false${binary}
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.${TEST_RUNTIME_HANDLER}]
         runtime_type = 'io.containerd.runc.v2'
         [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.${TEST_RUNTIME_HANDLER}.options]
-          SystemdCgroup = false
+          SystemdCgroup = false${binary}
     [plugins.'io.containerd.cri.v1.runtime'.cni]
       bin_dirs = ['/usr/lib/cni']
       conf_dir = '/etc/cni/net.d'

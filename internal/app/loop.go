@@ -19,6 +19,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/node/shutdown"
 	"github.com/seed-kubelet/kubelet/internal/node/stats"
 	"github.com/seed-kubelet/kubelet/internal/pods/admission"
+	"github.com/seed-kubelet/kubelet/internal/pods/allocation"
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
 	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
@@ -53,6 +54,7 @@ type loopParts struct {
 	// shutdown is nil unless graceful node shutdown is configured.
 	shutdown   *shutdown.Manager
 	dispatcher *syncloop.Dispatcher
+	allocation *allocation.Manager
 	// handler is what the sync loop calls: the dispatcher, telling the
 	// local API of pod changes in standalone mode.
 	handler syncloop.Handler
@@ -72,9 +74,20 @@ type clusterParts struct {
 // and the node, and the dispatcher that hands the loop's inputs to them.
 func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*loopParts, error) {
 	cfg, clk := b.cfg, b.clock
+	// A terminated pod frees resources a deferred resize may be waiting
+	// for (upstream retries the pending resizes then).
+	terminated := make(chan struct{}, 1)
 	workers := podworkers.New(ctx, podworkers.Config{
 		Syncer: p.syncer, Clock: clk, ResyncInterval: cfg.SyncFrequency.Duration, BackOffPeriod: workerBackOff,
-		OnTerminated: func(pod *v1.Pod) { p.statuses.Kick(pod.UID); p.changed.poke() }, Metrics: b.metrics,
+		OnTerminated: func(pod *v1.Pod) {
+			p.statuses.Kick(pod.UID)
+			p.changed.poke()
+			select {
+			case terminated <- struct{}{}:
+			default:
+			}
+		},
+		Metrics: b.metrics,
 	})
 	if p.objects != nil {
 		// A pod waiting for a local object (FailedMount,
@@ -120,9 +133,16 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 		return nil, err
 	}
 	health := cri.NewHealth(cri.HealthConfig{Runtime: b.cri.Runtime, Clock: clk})
+	allocations := allocation.New(allocation.Config{
+		Records: p.allocations, Clock: clk, Recorder: b.recorder, Admit: admitter.Admit,
+		Active: func() []*v1.Pod { return podworkers.Active(p.pods.List(), workers.States()) },
+		Pod:    p.pods.Get, Sync: func(uid types.UID) { workers.Sync(uid) },
+		SourcesReady: p.sourcesReady, LimitedSwap: p.spec.LimitedSwap, Metrics: b.metrics,
+	})
+	go retryResizesOnTermination(ctx, allocations, terminated)
 	dc := syncloop.DispatcherConfig{
 		Pods: p.pods, Workers: workers, Runtime: p.runtime, SourcesReady: p.sourcesReady, Admit: admitter.Admit,
-		UpdateQOS: node.containers.UpdateQOS, CleanupPodCgroups: node.containers.Housekeeping,
+		UpdateQOS: node.containers.UpdateQOS, CleanupPodCgroups: node.containers.Housekeeping, Allocations: allocations,
 		CleanupPodVolumes: p.volumes.CleanupOrphans,
 	}
 	var cluster *clusterParts
@@ -155,7 +175,7 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 	}
 	return &loopParts{
 		b: b, pods: p, workers: workers, containerGC: containerGC, pleg: plegLoop, health: health,
-		stats: statsProvider, eviction: evictionMgr, shutdown: shutdownMgr, dispatcher: dispatcher, handler: handler, cluster: cluster,
+		stats: statsProvider, eviction: evictionMgr, shutdown: shutdownMgr, dispatcher: dispatcher, handler: handler, cluster: cluster, allocation: allocations,
 		servers: serverConfig{
 			pods: p.pods, statuses: p.statuses, runtime: p.runtime, stats: statsProvider, node: node.latest, local: local,
 			collectors: p.credentialPlugins.Collectors(),
@@ -166,6 +186,21 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 			},
 		},
 	}, nil
+}
+
+// retryResizesOnTermination retries the deferred resizes when a pod has
+// terminated, until ctx ends.
+func retryResizesOnTermination(ctx context.Context, m *allocation.Manager, terminated <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-terminated:
+			if m.HasPending() {
+				m.RetryPending(allocation.TriggerPodTerminated)
+			}
+		}
+	}
 }
 
 // newEvictionManager builds the eviction manager: it reads the stats,
@@ -251,6 +286,7 @@ func (l *loopParts) start(ctx context.Context) error {
 	if l.shutdown != nil {
 		go l.shutdown.Run(ctx)
 	}
+	go l.allocation.Run(ctx)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -14,21 +15,25 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 	"github.com/seed-kubelet/kubelet/internal/localobjects"
 	"github.com/seed-kubelet/kubelet/internal/node/imagegc"
 	"github.com/seed-kubelet/kubelet/internal/node/logrotate"
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
+	"github.com/seed-kubelet/kubelet/internal/pods/allocation"
 	"github.com/seed-kubelet/kubelet/internal/pods/mirror"
 	"github.com/seed-kubelet/kubelet/internal/pods/podinputs"
 	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
 	"github.com/seed-kubelet/kubelet/internal/pods/podsync"
 	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
 	"github.com/seed-kubelet/kubelet/internal/runtime/credentialprovider"
+	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/runtime/prober"
 	"github.com/seed-kubelet/kubelet/internal/runtime/pullprogress"
+	"github.com/seed-kubelet/kubelet/internal/runtime/userns"
 	"github.com/seed-kubelet/kubelet/internal/sources"
 	"github.com/seed-kubelet/kubelet/internal/volume"
 )
@@ -49,6 +54,11 @@ type podParts struct {
 	imageGC     *imagegc.Manager
 	// credentialPlugins are the credential provider plugins, or nil.
 	credentialPlugins *credentialprovider.Plugins
+	// allocations are the resources allocated to each pod and its resize
+	// conditions (the allocated_pods_state checkpoint).
+	allocations *allocation.Records
+	// spec is the pod → CRI translation's settings.
+	spec criconfig.Options
 	// sources is the mux of the configured sources (sourceNames).
 	sources     *sources.PodConfig
 	sourceNames sets.Set[string]
@@ -82,6 +92,15 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 		targets = statusmanager.NewTargets(statusmanager.TargetsConfig{Pods: pods, Statuses: statuses, Recorder: b.recorder, Clock: clk})
 	}
 	spec := criOptions(cfg, b.flags.RootDirectory, b.host, node.containers.CgroupV2())
+	users, err := newUserNamespaces(cfg, b)
+	if err != nil {
+		return nil, err
+	}
+	spec.UserNamespace = func(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
+		uctx, cancel := context.WithTimeout(ctx, cfg.RuntimeRequestTimeout.Duration)
+		defer cancel()
+		return users.Options(uctx, pod, "")
+	}
 	// A resourceFieldRef to a missing limit reads the node's allocatable.
 	spec.NodeAllocatable = node.latest.Allocatable
 	progress, err := pullProgress(ctx, b)
@@ -145,7 +164,17 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 		return nil, err
 	}
 	gcPolicy := containerGCPolicy(b.flags)
+	allocated, err := allocation.OpenState(filepath.Join(b.flags.RootDirectory, allocation.AllocatedFile))
+	if err != nil {
+		return nil, err
+	}
+	actuated, err := allocation.OpenState(filepath.Join(b.flags.RootDirectory, allocation.ActuatedFile))
+	if err != nil {
+		return nil, err
+	}
+	records := allocation.NewRecords(allocated, clk, b.metrics)
 	runtimeMgr := kuberuntime.NewManager(kuberuntime.Config{
+		Actuated: actuated, PodResizer: node.containers, Metrics: b.metrics, UserNamespaces: users,
 		Runtime: b.cri.Runtime, Images: puller, Clock: clk, Recorder: b.recorder, Spec: spec, Credentials: creds.Lookup,
 		PodsDir: b.host.podsDir, ContainerLogsDir: containerLogsDir, HostIPs: b.host.ips,
 		DeadContainerMinAge: gcPolicy.MinAge, CleanLogs: logRotation.Clean,
@@ -160,6 +189,7 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	syncCfg := podsync.Config{
 		Runtime: runtimeMgr, Status: statuses, Clock: clk, HostIPs: b.host.ips, RuntimeName: b.version.RuntimeName,
 		MaxDeadPerContainer: gcPolicy.MaxPerPodContainer, Volumes: volumes, Probes: probes, Recorder: b.recorder, Metrics: b.metrics,
+		Allocations: records,
 	}
 	if mirrors != nil {
 		// After a restart a status builds on what the API holds (start
@@ -170,7 +200,7 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	return &podParts{
 		pods: pods, statuses: statuses, mirrors: mirrors, targets: targets, runtime: runtimeMgr, probes: probes, syncer: podsync.New(syncCfg),
 		logRotation: logRotation, imageGC: imageGC, sources: podCfg, sourceNames: names, credentialPlugins: creds.Plugins,
-		volumes: volumes, storage: store, objects: objects, changed: changed,
+		volumes: volumes, storage: store, objects: objects, changed: changed, allocations: records, spec: spec,
 	}, nil
 }
 
@@ -245,6 +275,27 @@ func pullProgress(ctx context.Context, b *base) (*pullprogress.Reporter, error) 
 	}
 	context.AfterFunc(ctx, func() { content.Close() })
 	return pullprogress.New(pullprogress.Config{Source: content, Recorder: b.recorder, Clock: b.clock}), nil
+}
+
+// newUserNamespaces is the user namespace manager (hostUsers: false pods):
+// the kubelet's ID range as upstream picks it, userNamespaces.idsPerPod
+// IDs per pod. A range that cannot serve maxPods pods stops the kubelet,
+// as upstream.
+func newUserNamespaces(cfg *kubeletconfig.KubeletConfiguration, b *base) (*userns.Manager, error) {
+	var per uint32
+	if cfg.UserNamespaces != nil && cfg.UserNamespaces.IDsPerPod != nil {
+		per = uint32(*cfg.UserNamespaces.IDsPerPod)
+	}
+	first, length, err := userns.KubeletMappings(per)
+	if err != nil {
+		return nil, fmt.Errorf("create user namespace manager: kubelet mappings: %w", err)
+	}
+	m, err := userns.New(userns.Config{PodsDir: b.host.podsDir, IDsPerPod: per, MaxPods: int(cfg.MaxPods),
+		FirstID: first, Length: length, Runtime: b.cri.Runtime})
+	if err != nil {
+		return nil, fmt.Errorf("create user namespace manager: %w", err)
+	}
+	return m, nil
 }
 
 // sourcesReady reports whether every configured pod source has been seen.

@@ -15,6 +15,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/api/server"
 	"github.com/seed-kubelet/kubelet/internal/api/streaming"
 	"github.com/seed-kubelet/kubelet/internal/certificate"
+	"github.com/seed-kubelet/kubelet/internal/metrics"
 	"github.com/seed-kubelet/kubelet/internal/node/nodestatus"
 	"github.com/seed-kubelet/kubelet/internal/node/stats"
 	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
@@ -51,6 +52,13 @@ func startServers(ctx context.Context, b *base, s serverConfig) error {
 	// self-signed), set up first for its metrics.
 	serveAPI := derefBool(cfg.EnableServer, true) && cfg.Port > 0
 	collectors := append(append(clientCertificateCollectors(b.identity), s.stats.VolumeStatsCollector()), s.collectors...)
+	collectors = append(collectors, metrics.ManagedEphemeralContainers(func() int {
+		n := 0
+		for _, p := range s.pods.List() {
+			n += len(p.Spec.EphemeralContainers)
+		}
+		return n
+	}))
 	var serving *certificate.Serving
 	if serveAPI {
 		var err error

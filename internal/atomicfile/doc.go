@@ -1,4 +1,4 @@
-// Package atomicfile owns replacing a file whole: readers (and a kubelet
-// restarted after a crash) see the old content or the new, never half.
-// Invariant: data reaches the disk (fsync) before the rename makes it visible.
+// Package atomicfile writes files whole: readers, and a kubelet restarted
+// after a crash, see the old content or the new one, never half of one
+// (certificates, checkpoints, a pod's user namespace record).
 package atomicfile

@@ -8,10 +8,8 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/atomicfile"
 )
 
-// writeFileAtomic replaces path with data (atomicfile.Write).
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	return atomicfile.Write(path, data, mode)
-}
+// writeFileAtomic replaces path with data, never leaving half a file.
+var writeFileAtomic = atomicfile.Write
 
 // fileExists reports whether path exists (following links); other stat
 // errors are returned.

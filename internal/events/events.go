@@ -34,6 +34,12 @@ const (
 	StartingKubelet     = "Starting"
 	// PossibleMemoryBackedVolumesOnDisk: swap is on and tmpfs cannot refuse it.
 	PossibleMemoryBackedVolumesOnDisk = "PossibleMemoryBackedVolumesOnDisk"
+	// In-place pod resize (pods/resize), as upstream's.
+	ResizeDeferred   = "ResizeDeferred"
+	ResizeInfeasible = "ResizeInfeasible"
+	ResizeCompleted  = "ResizeCompleted"
+	ResizeStarted    = "ResizeStarted"
+	ResizeError      = "ResizeError"
 )
 
 // Recorder emits an event about an object. client-go's

@@ -59,6 +59,17 @@ type Metrics struct {
 	// graceful node shutdown's (internal/node/shutdown).
 	GracefulShutdownStartTime prometheus.Gauge
 	GracefulShutdownEndTime   prometheus.Gauge
+	// In-place pod resize (pods/resize), as upstream's.
+	ContainerRequestedResizes     *prometheus.CounterVec
+	PodResizeDurationMilliseconds *prometheus.HistogramVec
+	PodPendingResizes             *prometheus.GaugeVec
+	PodInfeasibleResizes          *prometheus.CounterVec
+	PodInProgressResizes          prometheus.Gauge
+	PodDeferredAcceptedResizes    *prometheus.CounterVec
+	// User-namespaced pods (hostUsers: false) started, and those that
+	// failed to start.
+	StartedUserNamespacedPods       prometheus.Counter
+	StartedUserNamespacedPodsErrors prometheus.Counter
 
 	// ProbeTotal and ProbeDuration are the prober's, served on
 	// /metrics/probes (labels: see ProbeLabels).
@@ -138,6 +149,39 @@ func New() *Metrics {
 			Subsystem: subsystem, Name: "graceful_shutdown_end_time_seconds",
 			Help: "[ALPHA] Last graceful shutdown end time since unix epoch in seconds",
 		}),
+		ContainerRequestedResizes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: subsystem, Name: "container_requested_resizes_total",
+			Help: "Number of requested resizes, counted at the container level. Different resources on the same container are counted separately. The 'requirement' label refers to 'memory' or 'limits'; the 'operation' label can be one of 'add', 'remove', 'increase' or 'decrease'.",
+		}, []string{"resource", "requirement", "operation"}),
+		PodResizeDurationMilliseconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: subsystem, Name: "pod_resize_duration_milliseconds",
+			Help:    "Duration in milliseconds to actuate a pod resize",
+			Buckets: []float64{10, 50, 100, 500, 1000, 2000, 5000, 10000, 20000, 30000, 60000, 120000, 300000, 600000},
+		}, []string{"success"}),
+		PodPendingResizes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: subsystem, Name: "pod_pending_resizes",
+			Help: "Number of pending resizes for pods.",
+		}, []string{"reason"}),
+		PodInfeasibleResizes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: subsystem, Name: "pod_infeasible_resizes_total",
+			Help: "Number of infeasible resizes for pods.",
+		}, []string{"reason_detail"}),
+		PodInProgressResizes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Subsystem: subsystem, Name: "pod_in_progress_resizes",
+			Help: "Number of in-progress resizes for pods.",
+		}),
+		PodDeferredAcceptedResizes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: subsystem, Name: "pod_deferred_accepted_resizes_total",
+			Help: "Cumulative number of resizes that were accepted after being deferred.",
+		}, []string{"retry_trigger"}),
+		StartedUserNamespacedPods: prometheus.NewCounter(prometheus.CounterOpts{
+			Subsystem: subsystem, Name: "started_user_namespaced_pods_total",
+			Help: "Cumulative number of pods with user namespaces started. This metric will only be collected on Linux.",
+		}),
+		StartedUserNamespacedPodsErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Subsystem: subsystem, Name: "started_user_namespaced_pods_errors_total",
+			Help: "Cumulative number of errors when starting pods with user namespaces. This metric will only be collected on Linux.",
+		}),
 		// Upstream's help carries the stability level component-base adds;
 		// the histogram keeps component-base's default (Prometheus') buckets.
 		ProbeTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -161,6 +205,8 @@ func (m *Metrics) Registry(extra ...prometheus.Collector) *prometheus.Registry {
 		m.RunningPods, m.RunningContainers, m.RuntimeOperationsDuration, m.RuntimeOperationsTotal,
 		m.RuntimeOperationsErrors, m.Evictions, m.EvictionStatsAge, m.ImageGarbageCollected,
 		m.GracefulShutdownStartTime, m.GracefulShutdownEndTime,
+		m.ContainerRequestedResizes, m.PodResizeDurationMilliseconds, m.PodPendingResizes, m.PodInfeasibleResizes,
+		m.PodInProgressResizes, m.PodDeferredAcceptedResizes, m.StartedUserNamespacedPods, m.StartedUserNamespacedPodsErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range extra {
 		r.MustRegister(c)
@@ -191,6 +237,16 @@ func processStartTime() prometheus.Collector {
 		Name: "process_start_time_seconds",
 		Help: "[ALPHA] Start time of the process since unix epoch in seconds.",
 	}, func() float64 { return start })
+}
+
+// ManagedEphemeralContainers is upstream's kubelet_managed_ephemeral_containers
+// gauge, read at scrape time: count returns the number of ephemeral
+// containers in the specs of the pods the kubelet manages.
+func ManagedEphemeralContainers(count func() int) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Subsystem: subsystem, Name: "managed_ephemeral_containers",
+		Help: "Current number of ephemeral containers in pods managed by this kubelet.",
+	}, func() float64 { return float64(count()) })
 }
 
 // operationType turns "/runtime.v1.RuntimeService/RunPodSandbox" into

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 )
@@ -115,5 +116,25 @@ prober_probe_total{container="c",namespace="ns",pod="p",pod_uid="uid",probe_type
 `
 	if err := testutil.GatherAndCompare(r, strings.NewReader(want), "prober_probe_total"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestManagedEphemeralContainers(t *testing.T) {
+	n := 2
+	r := prometheus.NewRegistry()
+	r.MustRegister(ManagedEphemeralContainers(func() int { return n }))
+	read := func() float64 {
+		mfs, err := r.Gather()
+		if err != nil || len(mfs) != 1 || mfs[0].GetName() != "kubelet_managed_ephemeral_containers" {
+			t.Fatalf("gather: %v %v", mfs, err)
+		}
+		return mfs[0].GetMetric()[0].GetGauge().GetValue()
+	}
+	if v := read(); v != 2 {
+		t.Fatalf("value = %v, want 2", v)
+	}
+	n = 3
+	if v := read(); v != 3 {
+		t.Fatalf("value = %v after a debug container was added, want 3", v)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -35,6 +36,26 @@ func TestDiff(t *testing.T) {
 			name: "spec change is an UPDATE",
 			prev: byUID(a),
 			next: byUID(withPod(a, func(p *v1.Pod) { p.Spec.Containers[0].Image = "nginx" })),
+			want: want{UPDATE: {"uid-a"}},
+		},
+		{
+			// pods/ephemeralcontainers changes the spec alone (the
+			// generation does not move): still an UPDATE.
+			name: "an added ephemeral container is an UPDATE",
+			prev: byUID(a),
+			next: byUID(withPod(a, func(p *v1.Pod) {
+				p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "busybox"}}}
+			})),
+			want: want{UPDATE: {"uid-a"}},
+		},
+		{
+			// pods/resize changes a container's resources and the generation.
+			name: "a resize is an UPDATE",
+			prev: byUID(a),
+			next: byUID(withPod(a, func(p *v1.Pod) {
+				p.Generation = 2
+				p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("200m")}
+			})),
 			want: want{UPDATE: {"uid-a"}},
 		},
 		{

@@ -32,13 +32,13 @@ type node struct {
 
 // joinNode starts our kubelet against the control plane with node
 // credentials; it leaves the cluster (Node deleted) when the test ends.
-func joinNode(t *testing.T, extraConfig ...string) *node {
+func joinNode(t testing.TB, extraConfig ...string) *node {
 	t.Helper()
 	return joinNodeNamed(t, ifw.UniqueName("node"), extraConfig...)
 }
 
 // joinNodeNamed is joinNode for a node called nodeName.
-func joinNodeNamed(t *testing.T, nodeName string, extraConfig ...string) *node {
+func joinNodeNamed(t testing.TB, nodeName string, extraConfig ...string) *node {
 	t.Helper()
 	cp := framework.ControlPlane(t)
 	return &node{Kubelet: cp.JoinNode(t, nodeName, extraConfig...), client: cp.Client}
@@ -59,13 +59,13 @@ authorization:
   mode: Webhook`, caFile)
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
 
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
 	ifw.Eventually(t, timeout, 100*time.Millisecond, what, cond)
 }
@@ -73,13 +73,13 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 func nodeReady(n *v1.Node) bool { return framework.NodeReady(n) }
 
 // namespace creates a fresh namespace, deleted when the test ends.
-func namespace(t *testing.T, c kubernetes.Interface) string {
+func namespace(t testing.TB, c kubernetes.Interface) string {
 	t.Helper()
 	return namespaceNamed(t, c, ifw.UniqueName("e2e"))
 }
 
 // namespaceNamed is namespace for a namespace called ns.
-func namespaceNamed(t *testing.T, c kubernetes.Interface, ns string) string {
+func namespaceNamed(t testing.TB, c kubernetes.Interface, ns string) string {
 	t.Helper()
 	return framework.ControlPlane(t).Namespace(t, ns)
 }
@@ -99,7 +99,7 @@ func podOn(nodeName, name string, command ...string) *v1.Pod {
 	}
 }
 
-func waitPod(t *testing.T, c kubernetes.Interface, ns, name, what string, cond func(p *v1.Pod) bool) *v1.Pod {
+func waitPod(t testing.TB, c kubernetes.Interface, ns, name, what string, cond func(p *v1.Pod) bool) *v1.Pod {
 	t.Helper()
 	var got *v1.Pod
 	eventually(t, 90*time.Second, fmt.Sprintf("pod %s/%s %s", ns, name, what), func() (bool, error) {

@@ -194,14 +194,27 @@ func (h *containerLogs) stream(ctx context.Context, containerID string, opts Opt
 	return readLogs(ctx, h.cfg.Clock, logPath, id, opts, h.cfg.Runtime, stdout, stderr)
 }
 
-// flushWriter lets the reader flush the response whenever it is about to
-// wait for more log, through any wrapping of the ResponseWriter.
+// flushWriter flushes the response after every write, as upstream's
+// flushwriter does, through any wrapping of the ResponseWriter. Each write
+// then leaves in its own chunk, ahead of the chunked body's terminator: the
+// API server's websocket log reader (wsstream messageCopy) drops the bytes
+// of a read that also returns io.EOF, which is what Go's chunked reader
+// returns when the last data chunk and the terminator arrive together, so
+// a short log buffered until the handler returned came back empty over
+// websockets (conformance: "Pods should support retrieving logs from the
+// container over websockets").
 type flushWriter struct {
 	w  io.Writer
 	rc *http.ResponseController
 }
 
-func (f *flushWriter) Write(p []byte) (int, error) { return f.w.Write(p) }
+func (f *flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		f.Flush()
+	}
+	return n, err
+}
 
 func (f *flushWriter) Flush() {
 	if err := f.rc.Flush(); err != nil {

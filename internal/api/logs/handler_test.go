@@ -296,3 +296,29 @@ func TestContainerLogsHandlerClientGone(t *testing.T) {
 		t.Fatal("the handler kept following after the client left")
 	}
 }
+
+// flushLog records a response's writes ("w") and flushes ("f").
+type flushLog struct {
+	*httptest.ResponseRecorder
+	calls string
+}
+
+func (f *flushLog) Write(p []byte) (int, error) { f.calls += "w"; return f.ResponseRecorder.Write(p) }
+func (f *flushLog) Flush()                      { f.calls += "f"; f.ResponseRecorder.Flush() }
+
+// Every write of log content is flushed at once, as upstream's flushwriter
+// does: the API server's websocket log reader drops bytes that reach it
+// together with the end of the chunked body, so a short log left in the
+// response buffer until the handler returns came back empty.
+func TestContainerLogsHandlerFlushesEveryWrite(t *testing.T) {
+	f := newFixture(t)
+	w := &flushLog{ResponseRecorder: httptest.NewRecorder()}
+	ContainerLogsHandler(f.config()).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/containerLogs/ns/web/app", nil))
+	if w.Code != http.StatusOK || w.Body.String() != "zero\ntwo\nfour\nsix\n" {
+		t.Fatalf("got %d %q", w.Code, w.Body.String())
+	}
+	// The headers' flush, then each line's write and flush.
+	if want := "f" + strings.Repeat("wf", 4); w.calls != want {
+		t.Errorf("writes and flushes %q, want %q", w.calls, want)
+	}
+}

@@ -120,6 +120,8 @@ var SupportedConfigFields = map[string]bool{
 	"shutdownGracePeriod":              true,
 	"shutdownGracePeriodCriticalPods":  true,
 	"shutdownGracePeriodByPodPriority": true,
+	// User namespaces of hostUsers: false pods (internal/runtime/userns).
+	"userNamespaces": true,
 }
 
 // UnsupportedFlags lists, sorted, every flag that is accepted so existing

@@ -234,6 +234,24 @@ func (f *FS) Read(n Name) (ResourceConfig, error) {
 	return ReadConfig(f.Version, files)
 }
 
+// MemoryUsage is n's memory usage in bytes (memory.usage_in_bytes, or
+// memory.current on v2).
+func (f *FS) MemoryUsage(n Name) (uint64, error) {
+	dir, ok := f.controllerDir("memory", n)
+	if !ok {
+		return 0, fmt.Errorf("memory controller not mounted")
+	}
+	file := "memory.usage_in_bytes"
+	if f.Version == V2 {
+		file = "memory.current"
+	}
+	data, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+}
+
 func fullConfig() ResourceConfig {
 	var u uint64
 	var i int64

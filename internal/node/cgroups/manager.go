@@ -265,6 +265,38 @@ func (m *Manager) EnsurePod(pod *v1.Pod) (string, error) {
 	return m.cfg.FS.Driver.CgroupParent(n), nil
 }
 
+// DesiredPod is what the pod's cgroup should hold for pod (with the
+// resources allocated to it), as EnsurePod creates it.
+func (m *Manager) DesiredPod(pod *v1.Pod) ResourceConfig { return PodResourceConfig(pod, m.cfg.Pod) }
+
+// ReadPod reads what the pod's cgroup holds now; ok is false without
+// cgroupsPerQOS (there is no pod cgroup to resize).
+func (m *Manager) ReadPod(pod *v1.Pod) (rc ResourceConfig, ok bool, err error) {
+	if !m.cfg.CgroupsPerQOS {
+		return rc, false, nil
+	}
+	rc, err = m.cfg.FS.Read(m.PodCgroup(pod))
+	return rc, true, err
+}
+
+// UpdatePod writes rc into the pod's cgroup (an in-place resize).
+func (m *Manager) UpdatePod(pod *v1.Pod, rc ResourceConfig) error {
+	if !m.cfg.CgroupsPerQOS {
+		return nil
+	}
+	n := m.PodCgroup(pod)
+	klog.V(3).InfoS("Resizing pod cgroup", "pod", klog.KObj(pod), "cgroup", m.cfg.FS.Driver.Path(n))
+	return m.cfg.FS.Update(n, rc)
+}
+
+// PodMemoryUsage is the memory the pod's processes use now.
+func (m *Manager) PodMemoryUsage(pod *v1.Pod) (uint64, error) {
+	if !m.cfg.CgroupsPerQOS {
+		return 0, errors.New("no pod cgroup without cgroupsPerQOS")
+	}
+	return m.cfg.FS.MemoryUsage(m.PodCgroup(pod))
+}
+
 // UpdateQOS writes the QoS cgroups' shares for the active pods (those that
 // hold node resources: admitted and not terminating).
 func (m *Manager) UpdateQOS(active []*v1.Pod) {

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/seed-kubelet/kubelet/internal/pods/allocation"
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/pods/qos"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
@@ -35,6 +36,13 @@ type Input struct {
 	// probe; nil means a running container has started.
 	Started func(name string) bool
 	Now     time.Time
+	// Actuated are the resources the kubelet applied to the pod's
+	// containers, for status.containerStatuses[].resources where the
+	// runtime reports none; may be nil.
+	Actuated *allocation.PodResources
+	// ResizeConditions are the pod's PodResizePending and
+	// PodResizeInProgress conditions (the allocation manager's).
+	ResizeConditions []v1.PodCondition
 }
 
 // Generate computes the pod's status.
@@ -88,6 +96,14 @@ func Generate(in Input) v1.PodStatus {
 		s.ContainerStatuses = append(s.ContainerStatuses, cs)
 	}
 	sort.Slice(s.ContainerStatuses, func(i, j int) bool { return s.ContainerStatuses[i].Name < s.ContainerStatuses[j].Name })
+	for i := range pod.Spec.EphemeralContainers {
+		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, in.ephemeralStatus(&pod.Spec.EphemeralContainers[i], hasInit))
+	}
+	sort.Slice(s.EphemeralContainerStatuses, func(i, j int) bool {
+		return s.EphemeralContainerStatuses[i].Name < s.EphemeralContainerStatuses[j].Name
+	})
+
+	s.Resources, s.AllocatedResources = podResources(pod)
 
 	s.Phase = Phase(pod, s.InitContainerStatuses, s.ContainerStatuses)
 	if in.Terminal && !isTerminal(s.Phase) {
@@ -208,6 +224,10 @@ func (in Input) containerStatus(c *v1.Container, podInitializing, isInit bool) v
 		cs.Image = latest.Image
 	}
 	cs.ContainerID = in.containerID(latest.ID)
+	// As upstream (InPlacePodVerticalScaling): what the container was
+	// allocated, and what it runs with.
+	cs.AllocatedResources = c.Resources.Requests.DeepCopy()
+	cs.Resources = statusResources(c.Resources, latest, actuatedOf(in.Actuated, c.Name), in.oldStatus(c.Name, isInit), cs.ContainerID)
 	if prev := rt.PreviousContainer(c.Name); prev != nil && prev.State == kuberuntime.StateExited {
 		cs.LastTerminationState = v1.ContainerState{Terminated: in.terminated(prev)}
 	}
@@ -240,6 +260,36 @@ func (in Input) containerStatus(c *v1.Container, podInitializing, isInit bool) v
 			Message:     "The container could not be located when the pod was terminated",
 			ContainerID: in.containerID(latest.ID),
 		}}
+	}
+	return cs
+}
+
+// oldStatus is the container's status last reported, nil when none.
+func (in Input) oldStatus(name string, isInit bool) *v1.ContainerStatus {
+	list := in.Old.ContainerStatuses
+	if isInit {
+		list = in.Old.InitContainerStatuses
+	}
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+// ephemeralStatus is a debug container's status, as upstream reports it:
+// like a container's, but never restarted (an exited one stays
+// terminated), and without the prober's started and ready (it has no
+// probes).
+func (in Input) ephemeralStatus(ec *v1.EphemeralContainer, podInitializing bool) v1.ContainerStatus {
+	c := (*v1.Container)(&ec.EphemeralContainerCommon)
+	cs := in.containerStatus(c, podInitializing, false)
+	cs.Started, cs.Ready = nil, false
+	cs.Resources, cs.AllocatedResources = nil, nil // not resizable
+	if latest := in.Runtime.FindContainer(c.Name); latest != nil && latest.State == kuberuntime.StateExited {
+		cs.State = v1.ContainerState{Terminated: in.terminated(latest)}
+		cs.LastTerminationState = v1.ContainerState{}
 	}
 	return cs
 }
@@ -360,6 +410,7 @@ func (in Input) conditions(s v1.PodStatus, rt *kuberuntime.PodStatus) []v1.PodCo
 		cond(v1.ContainersReady, containersReady, readyReason, readyMsg),
 		cond(v1.PodScheduled, true, "", ""),
 	}
+	conds = append(conds, in.ResizeConditions...)
 	// Keep the conditions other components own (readiness gates'
 	// conditions, ...) as the API server has them.
 	for _, c := range pod.Status.Conditions {
@@ -374,7 +425,8 @@ func (in Input) conditions(s v1.PodStatus, rt *kuberuntime.PodStatus) []v1.PodCo
 // other components own the rest (readiness gates' conditions, ...).
 func KubeletCondition(t v1.PodConditionType) bool {
 	switch t {
-	case v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled:
+	case v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled,
+		v1.PodResizePending, v1.PodResizeInProgress:
 		return true
 	}
 	return false

@@ -207,3 +207,64 @@ func TestGenerateKeepsDisruptionTargetAndTerminatedContainers(t *testing.T) {
 		t.Errorf("container state %+v, want terminated 137", s.ContainerStatuses[0].State)
 	}
 }
+
+// A container the kubelet stopped because its pod is going away is
+// reported terminated, not waiting for a restart that will never come
+// (upstream's ShouldContainerBeRestarted is false for a deleted pod): the
+// "Lifecycle Sleep Hook" conformance specs wait for that state.
+func TestStoppedContainerOfTerminatingPodIsTerminated(t *testing.T) {
+	deleted := mkPod(v1.RestartPolicyAlways, "c")
+	ts := metav1.NewTime(now)
+	deleted.DeletionTimestamp = &ts
+	for _, tc := range []struct {
+		name string
+		in   Input
+	}{
+		{"deleted pod", Input{Pod: deleted, Runtime: rt(exited("c", 137, 0)), Now: now}},
+		{"terminal sync of a pod not deleted (evicted, deadline)", Input{Pod: mkPod(v1.RestartPolicyAlways, "c"), Runtime: rt(exited("c", 137, 0)), Terminal: true, Now: now}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Generate(tc.in)
+			cs := s.ContainerStatuses[0]
+			if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 137 {
+				t.Fatalf("state = %+v, want terminated with exit code 137", cs.State)
+			}
+		})
+	}
+}
+
+// Debug containers get their own statuses: waiting until created,
+// running, and terminated for good once exited (they are never restarted,
+// whatever the pod's restart policy), without started or ready.
+func TestEphemeralContainerStatuses(t *testing.T) {
+	p := mkPod(v1.RestartPolicyAlways, "app")
+	p.Spec.EphemeralContainers = []v1.EphemeralContainer{
+		{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "new", Image: "busybox:1.36"}},
+		{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug", Image: "busybox:1.36"}, TargetContainerName: "app"},
+		{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "done", Image: "busybox:1.36"}},
+	}
+	s := Generate(Input{Pod: p, Runtime: rt(running("app"), running("debug"), exited("done", 0, 0)), Now: now})
+	if len(s.EphemeralContainerStatuses) != 3 {
+		t.Fatalf("ephemeral statuses = %+v, want 3", s.EphemeralContainerStatuses)
+	}
+	byName := map[string]v1.ContainerStatus{}
+	for _, cs := range s.EphemeralContainerStatuses {
+		byName[cs.Name] = cs
+		if cs.Started != nil || cs.Ready {
+			t.Errorf("%s: started %v ready %v, want neither", cs.Name, cs.Started, cs.Ready)
+		}
+	}
+	if w := byName["new"].State.Waiting; w == nil || w.Reason != "ContainerCreating" {
+		t.Errorf("new: state %+v, want waiting ContainerCreating", byName["new"].State)
+	}
+	if byName["debug"].State.Running == nil || byName["debug"].ContainerID != "containerd://debug1" {
+		t.Errorf("debug: %+v, want running containerd://debug1", byName["debug"])
+	}
+	if term := byName["done"].State.Terminated; term == nil || term.Reason != "Completed" {
+		t.Errorf("done: state %+v, want terminated Completed", byName["done"].State)
+	}
+	// Debug containers take no part in the pod's readiness or phase.
+	if s.Phase != v1.PodRunning || cond(s, v1.PodReady).Status != v1.ConditionTrue {
+		t.Errorf("phase %s ready %s, want Running and True", s.Phase, cond(s, v1.PodReady).Status)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/backoff"
 	"github.com/seed-kubelet/kubelet/internal/events"
 	"github.com/seed-kubelet/kubelet/internal/metrics"
+	"github.com/seed-kubelet/kubelet/internal/pods/allocation"
 	"github.com/seed-kubelet/kubelet/internal/pods/podstatus"
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/pods/podworkers"
@@ -28,11 +29,27 @@ import (
 // Runtime is the part of the runtime manager a sync uses.
 type Runtime interface {
 	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*kuberuntime.PodStatus, error)
-	SyncPod(ctx context.Context, pod *v1.Pod, st *kuberuntime.PodStatus, unhealthy map[string]kuberuntime.Unhealthy) kuberuntime.SyncResult
+	SyncPod(ctx context.Context, in kuberuntime.Inputs) kuberuntime.SyncResult
 	KillPod(ctx context.Context, pod *v1.Pod, st *kuberuntime.PodStatus, gracePeriod *int64) error
 	RemovePod(ctx context.Context, st *kuberuntime.PodStatus) error
 	PruneContainers(ctx context.Context, st *kuberuntime.PodStatus, keep int)
+	// ResizeInProgress reports whether what runs differs from what the
+	// pod was allocated; Actuated is what was applied.
+	ResizeInProgress(pod *v1.Pod, st *kuberuntime.PodStatus) bool
+	Actuated(pod *v1.Pod) *allocation.PodResources
 }
+
+// Allocations is what a sync needs of the allocation manager: the
+// resources each pod was allocated (a pod syncs with them, not with a
+// resize not yet accepted) and its resize conditions.
+type Allocations interface {
+	Apply(pod *v1.Pod) (*v1.Pod, bool)
+	Conditions(uid types.UID) []v1.PodCondition
+	SetInProgress(uid types.UID, reason, message string, generation int64) (int64, bool)
+	ClearInProgress(uid types.UID) (int64, bool)
+}
+
+var _ Allocations = (*allocation.Records)(nil)
 
 var _ Runtime = (*kuberuntime.Manager)(nil)
 
@@ -66,6 +83,9 @@ type Config struct {
 	// when there is none to know (standalone mode, or a static pod whose
 	// mirror pod is not known yet). May be nil (standalone).
 	Reported func(pod *v1.Pod) (status v1.PodStatus, object types.UID, ok bool)
+	// Allocations gives each pod's allocated resources and resize
+	// conditions; nil syncs pods as their specs say (no in-place resize).
+	Allocations Allocations
 }
 
 // ActiveDeadline reports whether pod has run past activeDeadlineSeconds
@@ -204,6 +224,13 @@ func (s *Syncer) publish(pod *v1.Pod, st *kuberuntime.PodStatus) v1.PodStatus {
 
 func (s *Syncer) publishWith(pod *v1.Pod, st *kuberuntime.PodStatus, terminal bool) v1.PodStatus {
 	old, basis := s.baseline(pod)
+	var resizeConds []v1.PodCondition
+	if s.cfg.Allocations != nil {
+		if !terminal {
+			s.resizeProgress(pod, st)
+		}
+		resizeConds = s.cfg.Allocations.Conditions(pod.UID)
+	}
 	s.mu.Lock()
 	failures := make(map[string]kuberuntime.ContainerFailure, len(s.failures[pod.UID]))
 	for k, v := range s.failures[pod.UID] {
@@ -213,6 +240,7 @@ func (s *Syncer) publishWith(pod *v1.Pod, st *kuberuntime.PodStatus, terminal bo
 	in := podstatus.Input{
 		Pod: pod, Runtime: st, Failures: failures, Old: old, HostIPs: s.cfg.HostIPs,
 		RuntimeName: s.cfg.RuntimeName, Now: s.cfg.Clock.Now(), Terminal: terminal,
+		Actuated: s.cfg.Runtime.Actuated(pod), ResizeConditions: resizeConds,
 	}
 	if s.cfg.Probes != nil {
 		in.Ready = func(name string) bool { return s.cfg.Probes.Ready(pod.UID, name) }
@@ -222,6 +250,19 @@ func (s *Syncer) publishWith(pod *v1.Pod, st *kuberuntime.PodStatus, terminal bo
 	s.cfg.Status.SetBuiltOn(pod, ps, basis)
 	s.observeStart(pod, ps)
 	return ps
+}
+
+// resizeProgress sets PodResizeInProgress while what runs differs from
+// what the pod was allocated, and clears it (with a ResizeCompleted event)
+// once they agree, as upstream's SyncPod.
+func (s *Syncer) resizeProgress(pod *v1.Pod, st *kuberuntime.PodStatus) {
+	if s.cfg.Runtime.ResizeInProgress(pod, st) {
+		s.cfg.Allocations.SetInProgress(pod.UID, "", "", pod.Generation)
+		return
+	}
+	if gen, cleared := s.cfg.Allocations.ClearInProgress(pod.UID); cleared && s.cfg.Recorder != nil {
+		s.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, events.ResizeCompleted, "%s", allocation.Message(pod, gen, "", "Pod resize completed"))
+	}
 }
 
 // observeStart records the pod start duration the first time a pod runs.
@@ -261,8 +302,12 @@ func (s *Syncer) record(uid types.UID, res kuberuntime.SyncResult) {
 	}
 }
 
-// SyncPod publishes the pod's status and makes the runtime match its spec.
+// SyncPod publishes the pod's status and makes the runtime match its spec,
+// with the resources allocated to it.
 func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, error) {
+	if s.cfg.Allocations != nil {
+		pod, _ = s.cfg.Allocations.Apply(pod)
+	}
 	st, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return podworkers.Outcome{}, fmt.Errorf("get runtime status of pod %s: %w", klog.KObj(pod), err)
@@ -270,7 +315,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	// The prober learns the running instances (and, after a restart, what
 	// was last reported about them) before the status is generated: a
 	// status must never say less than what the probes already know.
-	unhealthy := s.probe(pod, st)
+	unhealthy, startupPending := s.probe(pod, st)
 	ps := s.publish(pod, st)
 	if ps.Phase == v1.PodSucceeded || ps.Phase == v1.PodFailed {
 		return podworkers.Outcome{Terminal: true}, nil
@@ -307,8 +352,14 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 		return out, nil
 	}
 	s.cfg.Runtime.PruneContainers(ctx, st, s.cfg.MaxDeadPerContainer)
-	res := s.cfg.Runtime.SyncPod(ctx, pod, st, unhealthy)
+	res := s.cfg.Runtime.SyncPod(ctx, kuberuntime.Inputs{Pod: pod, Status: st, Unhealthy: unhealthy, StartupPending: startupPending})
 	s.record(pod.UID, res)
+	if res.ResizeErr != nil && s.cfg.Allocations != nil {
+		msg := res.ResizeErr.Error()
+		if gen, changed := s.cfg.Allocations.SetInProgress(pod.UID, allocation.ReasonError, msg, pod.Generation); changed && s.cfg.Recorder != nil {
+			s.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.ResizeError, "%s", allocation.Message(pod, gen, msg, "Pod resize error"))
+		}
+	}
 	if res.Changed || len(res.Failures) > 0 {
 		// Publish what the sync did now rather than at the next relist.
 		if st2, err := s.cfg.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
@@ -370,10 +421,12 @@ func (s *Syncer) setUpVolumes(ctx context.Context, pod *v1.Pod) (time.Duration, 
 }
 
 // probe tells the prober which container instances run now and returns
-// the running containers whose liveness or startup probe failed.
-func (s *Syncer) probe(pod *v1.Pod, st *kuberuntime.PodStatus) map[string]kuberuntime.Unhealthy {
+// the running containers whose liveness or startup probe failed, and the
+// running restartable init containers that have not passed their startup
+// probe yet (they hold back the containers after them).
+func (s *Syncer) probe(pod *v1.Pod, st *kuberuntime.PodStatus) (map[string]kuberuntime.Unhealthy, map[string]bool) {
 	if s.cfg.Probes == nil {
-		return nil
+		return nil, nil
 	}
 	// Probes without a host go to the pod's IP, which only the runtime knows.
 	withIP := pod
@@ -393,6 +446,7 @@ func (s *Syncer) probe(pod *v1.Pod, st *kuberuntime.PodStatus) map[string]kuberu
 	pod = withIP
 	base, _ := s.baseline(pod)
 	var unhealthy map[string]kuberuntime.Unhealthy
+	var startupPending map[string]bool
 	check := func(c *v1.Container) {
 		cs := st.FindContainer(c.Name)
 		if cs == nil {
@@ -403,6 +457,12 @@ func (s *Syncer) probe(pod *v1.Pod, st *kuberuntime.PodStatus) map[string]kuberu
 			return
 		}
 		s.cfg.Probes.ContainerStarted(pod, c.Name, cs.ID, cs.StartedAt, PriorOf(base, c.Name, cs.ID))
+		if c.StartupProbe != nil && !s.cfg.Probes.Started(pod.UID, c.Name) {
+			if startupPending == nil {
+				startupPending = map[string]bool{}
+			}
+			startupPending[c.Name] = true
+		}
 		kind := ""
 		switch {
 		case s.cfg.Probes.Result(pod.UID, c.Name, prober.Startup) == prober.Failure:
@@ -427,7 +487,7 @@ func (s *Syncer) probe(pod *v1.Pod, st *kuberuntime.PodStatus) map[string]kuberu
 	for i := range pod.Spec.Containers {
 		check(&pod.Spec.Containers[i])
 	}
-	return unhealthy
+	return unhealthy, startupPending
 }
 
 // SyncTerminatingPod stops every container of the pod within the grace period.

@@ -31,11 +31,13 @@ type fakeProbes struct {
 	mu      sync.Mutex
 	results map[string]prober.Result // "container/type"
 	unready map[string]bool
-	grace   int64
-	added   []*v1.Pod
-	removed []types.UID
-	started []string // "container id"
-	stopped []string
+	// notStarted are containers whose startup probe has not succeeded.
+	notStarted map[string]bool
+	grace      int64
+	added      []*v1.Pod
+	removed    []types.UID
+	started    []string // "container id"
+	stopped    []string
 }
 
 func (f *fakeProbes) AddPod(pod *v1.Pod) { f.added = append(f.added, pod) }
@@ -50,7 +52,7 @@ func (f *fakeProbes) Result(_ types.UID, c string, t prober.ProbeType) prober.Re
 	return f.results[c+"/"+t.String()]
 }
 func (f *fakeProbes) Ready(_ types.UID, c string) bool            { return !f.unready[c] }
-func (f *fakeProbes) Started(types.UID, string) bool              { return true }
+func (f *fakeProbes) Started(_ types.UID, c string) bool          { return !f.notStarted[c] }
 func (f *fakeProbes) LivenessGracePeriod(types.UID, string) int64 { return f.grace }
 
 type fakeMirrors struct {

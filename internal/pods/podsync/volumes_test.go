@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/seed-kubelet/kubelet/internal/pods/allocation"
 	"github.com/seed-kubelet/kubelet/internal/pods/statusmanager"
 	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 	"github.com/seed-kubelet/kubelet/internal/volume"
@@ -23,7 +24,7 @@ type fakeRuntime struct{ syncs int }
 func (f *fakeRuntime) GetPodStatus(_ context.Context, uid types.UID, name, ns string) (*kuberuntime.PodStatus, error) {
 	return &kuberuntime.PodStatus{UID: uid, Name: name, Namespace: ns}, nil
 }
-func (f *fakeRuntime) SyncPod(context.Context, *v1.Pod, *kuberuntime.PodStatus, map[string]kuberuntime.Unhealthy) kuberuntime.SyncResult {
+func (f *fakeRuntime) SyncPod(context.Context, kuberuntime.Inputs) kuberuntime.SyncResult {
 	f.syncs++
 	return kuberuntime.SyncResult{}
 }
@@ -32,6 +33,8 @@ func (f *fakeRuntime) KillPod(context.Context, *v1.Pod, *kuberuntime.PodStatus, 
 }
 func (f *fakeRuntime) RemovePod(context.Context, *kuberuntime.PodStatus) error      { return nil }
 func (f *fakeRuntime) PruneContainers(context.Context, *kuberuntime.PodStatus, int) {}
+func (f *fakeRuntime) ResizeInProgress(*v1.Pod, *kuberuntime.PodStatus) bool        { return false }
+func (f *fakeRuntime) Actuated(*v1.Pod) *allocation.PodResources                    { return nil }
 
 type fakeVolumes struct {
 	missing  bool

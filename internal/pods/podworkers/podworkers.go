@@ -90,9 +90,14 @@ type worker struct {
 	pod      *v1.Pod
 	pending  *Update
 	kill     *Update // sticky once asked
-	removed  bool
-	cleaned  bool // terminated-cleanup done (with removal if removed)
-	synced   bool // SyncPod ran at least once
+	// cancelTerm cancels the termination in flight, so that a Kill with a
+	// shorter grace period takes effect at once (as upstream's pod workers
+	// do); nil when none runs.
+	cancelTerm context.CancelFunc
+	termGrace  *int64
+	removed    bool
+	cleaned    bool // terminated-cleanup done (with removal if removed)
+	synced     bool // SyncPod ran at least once
 	// waiters are closed when the worker reaches Terminated.
 	waiters  []chan<- struct{}
 	wake     chan struct{}
@@ -137,10 +142,25 @@ func (p *PodWorkers) UpdatePod(u Update) {
 		go p.run(w)
 	}
 	if u.Type == Kill {
+		if u.Pod != nil && w.state != Terminated {
+			// The newest pod (deletion timestamp, grace period) is what the
+			// termination and its status are computed from.
+			w.pod = u.Pod
+			w.pending = nil
+		}
 		if w.kill == nil || u.Removed || (u.GracePeriod != nil && (w.kill.GracePeriod == nil || *u.GracePeriod < *w.kill.GracePeriod)) {
 			cp := u
 			cp.Terminated = nil // kept in waiters
+			if w.kill != nil && cp.GracePeriod == nil {
+				cp.GracePeriod = w.kill.GracePeriod
+			}
 			w.kill = &cp
+		}
+		if w.cancelTerm != nil && shorter(w.kill.GracePeriod, w.termGrace) {
+			klog.V(2).InfoS("Grace period shortened while terminating: restarting the termination", "pod", klog.KObj(w.pod),
+				"gracePeriod", *w.kill.GracePeriod)
+			w.cancelTerm()
+			w.cancelTerm = nil
 		}
 		if u.Removed {
 			w.removed = true
@@ -158,6 +178,11 @@ func (p *PodWorkers) UpdatePod(u Update) {
 		w.pending = &cp
 	}
 	w.signal()
+}
+
+// shorter reports whether grace a is shorter than b (nil: the pod's own).
+func shorter(a, b *int64) bool {
+	return a != nil && (b == nil || *a < *b)
 }
 
 func closeIfSet(ch chan<- struct{}) {
@@ -264,8 +289,22 @@ func (p *PodWorkers) step(w *worker) bool {
 			w.nextSync = p.cfg.Clock.Now().Add(wait.Jitter(p.cfg.ResyncInterval, 0.5))
 		}
 	case Terminating:
-		err := p.cfg.Syncer.SyncTerminatingPod(ctx, pod, kill.GracePeriod)
+		tctx, cancel := context.WithCancel(ctx)
+		p.mu.Lock()
+		w.cancelTerm, w.termGrace = cancel, kill.GracePeriod
+		p.mu.Unlock()
+		err := p.cfg.Syncer.SyncTerminatingPod(tctx, pod, kill.GracePeriod)
 		observe("kill")
+		interrupted := tctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		p.mu.Lock()
+		w.cancelTerm, w.termGrace = nil, nil
+		p.mu.Unlock()
+		if interrupted {
+			// A shorter grace period arrived: terminate again with it now.
+			w.signal()
+			return true
+		}
 		if err != nil {
 			klog.ErrorS(err, "Error terminating pod, will retry", "pod", klog.KObj(pod), "podUID", pod.UID)
 			p.mu.Lock()

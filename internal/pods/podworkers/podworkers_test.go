@@ -2,6 +2,7 @@ package podworkers
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"sync"
 	"testing"
@@ -25,6 +26,9 @@ type recorder struct {
 	terminal map[types.UID]bool
 	requeue  time.Duration
 	notify   chan string
+	// termBlock, when set, makes SyncTerminatingPod wait for its context
+	// to end (a termination interrupted by a shorter grace period).
+	termBlock bool
 }
 
 func (r *recorder) add(s string) {
@@ -46,7 +50,23 @@ func (r *recorder) SyncPod(ctx context.Context, pod *v1.Pod) (Outcome, error) {
 }
 
 func (r *recorder) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace *int64) error {
-	r.add("terminating " + string(pod.UID))
+	g := "-"
+	if grace != nil {
+		g = fmt.Sprint(*grace)
+	}
+	deleted := ""
+	if pod.DeletionTimestamp != nil {
+		deleted = " deleted"
+	}
+	r.add("terminating " + string(pod.UID) + " grace " + g + deleted)
+	r.mu.Lock()
+	block := r.termBlock
+	r.termBlock = false // only the first termination blocks
+	r.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	return nil
 }
 
@@ -116,7 +136,7 @@ func TestRemovedPodTerminatesThenIsRemoved(t *testing.T) {
 	pw.UpdatePod(Update{Pod: p})
 	expect(t, rec, "sync a v1")
 	pw.UpdatePod(Update{Pod: p, Type: Kill, Removed: true})
-	expect(t, rec, "terminating a", "removed a")
+	expect(t, rec, "terminating a grace -", "removed a")
 	// Further syncs of a terminated pod do nothing.
 	pw.UpdatePod(Update{Pod: p})
 	expectNothing(t, rec)
@@ -132,7 +152,7 @@ func TestTerminalPodStopsButKeepsContainers(t *testing.T) {
 	pw, rec, _ := newTest(t)
 	rec.terminal["a"] = true
 	pw.UpdatePod(Update{Pod: pod("a", "job", "v1")})
-	expect(t, rec, "sync a v1", "terminating a", "terminated a")
+	expect(t, rec, "sync a v1", "terminating a grace -", "terminated a")
 	if st := pw.States()["a"]; st.State != Terminated || st.Removed {
 		t.Fatalf("state = %+v, want terminated, not removed", st)
 	}
@@ -159,7 +179,7 @@ func TestEditedStaticPodWaitsForOldOne(t *testing.T) {
 	term, start := -1, -1
 	for i, c := range seen {
 		switch c {
-		case "terminating old":
+		case "terminating old grace -":
 			term = i
 		case "sync new v2":
 			start = i
@@ -202,7 +222,7 @@ func TestPodWorkerDurationMetric(t *testing.T) {
 	pw.Sync("a")
 	expect(t, rec, "sync a v2")
 	pw.UpdatePod(Update{Pod: p, Type: Kill, Removed: true})
-	expect(t, rec, "terminating a", "removed a")
+	expect(t, rec, "terminating a grace -", "removed a")
 	want := map[string]uint64{"create": 1, "update": 1, "sync": 1, "kill": 1, "terminated": 1}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m.PodWorkerDuration)
@@ -226,4 +246,42 @@ func TestPodWorkerDurationMetric(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// A Kill carries the pod as the API has it now (its deletion timestamp):
+// the termination and the status computed from it see that pod, not the
+// one last synced (upstream's pod worker keeps the newest pod too).
+func TestKillCarriesTheDeletedPod(t *testing.T) {
+	pw, rec, _ := newTest(t)
+	p := pod("a", "web", "v1")
+	pw.UpdatePod(Update{Pod: p})
+	expect(t, rec, "sync a v1")
+	deleted := p.DeepCopy()
+	now := metav1.Now()
+	grace := int64(30)
+	deleted.DeletionTimestamp, deleted.DeletionGracePeriodSeconds = &now, &grace
+	pw.UpdatePod(Update{Pod: deleted, Type: Kill, GracePeriod: &grace})
+	expect(t, rec, "terminating a grace 30 deleted", "terminated a")
+}
+
+// A second Kill with a shorter grace period interrupts the termination in
+// flight, which starts again with the shorter one (kubectl delete
+// --grace-period=1 after a delete with the default 30 s).
+func TestShorterGracePeriodRestartsTermination(t *testing.T) {
+	pw, rec, _ := newTest(t)
+	p := pod("a", "web", "v1")
+	pw.UpdatePod(Update{Pod: p})
+	expect(t, rec, "sync a v1")
+	rec.mu.Lock()
+	rec.termBlock = true
+	rec.mu.Unlock()
+	long, short := int64(100), int64(1)
+	pw.UpdatePod(Update{Pod: p, Type: Kill, GracePeriod: &long})
+	expect(t, rec, "terminating a grace 100")
+	// A longer one changes nothing.
+	longer := int64(200)
+	pw.UpdatePod(Update{Pod: p, Type: Kill, GracePeriod: &longer})
+	expectNothing(t, rec)
+	pw.UpdatePod(Update{Pod: p, Type: Kill, GracePeriod: &short})
+	expect(t, rec, "terminating a grace 1", "terminated a")
 }

@@ -39,7 +39,7 @@ func TestKillTerminatedChannel(t *testing.T) {
 		t.Fatal("closed before the pod was stopped")
 	}
 	close(rec.gate)
-	expect(t, rec, "sync a v1", "terminating a")
+	expect(t, rec, "sync a v1", "terminating a grace -")
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):

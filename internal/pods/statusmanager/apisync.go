@@ -47,6 +47,7 @@ type APISyncConfig struct {
 var kubeletConditions = map[v1.PodConditionType]bool{
 	v1.PodScheduled: true, v1.PodReady: true, v1.PodInitialized: true,
 	v1.ContainersReady: true, v1.PodReadyToStartContainers: true,
+	v1.PodResizePending: true, v1.PodResizeInProgress: true,
 }
 
 // MergeStatus returns the status to write given what the API has and what

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/seed-kubelet/kubelet/internal/pods/allocation"
 	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
 	"github.com/seed-kubelet/kubelet/internal/pods/podstatus"
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
@@ -73,7 +74,22 @@ type DispatcherConfig struct {
 	// the background, one pass at a time, before their directories can go.
 	// May be nil.
 	CleanupPodVolumes func(ctx context.Context, keep map[string]bool) error
+	// Allocations admits new pods with the resources allocated to them
+	// and handles in-place resizes (a spec whose resources changed); nil
+	// admits with Admit and resizes nothing.
+	Allocations Allocations
 }
+
+// Allocations is what the dispatcher needs of the allocation manager.
+type Allocations interface {
+	AddPod(pod *v1.Pod, active []*v1.Pod) (ok bool, reason, message string)
+	HandleUpdate(oldPod, newPod *v1.Pod)
+	RemovePod(uid types.UID)
+	RemoveOrphans(keep map[types.UID]bool)
+	Apply(pod *v1.Pod) (*v1.Pod, bool)
+}
+
+var _ Allocations = (*allocation.Manager)(nil)
 
 // MirrorHandler deletes mirror pods.
 type MirrorHandler interface {
@@ -118,10 +134,16 @@ func (d *Dispatcher) HandlePodUpdate(ctx context.Context, u sources.PodUpdate) {
 			}
 			d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Sync})
 		case sources.UPDATE:
-			if _, known := d.cfg.Pods.Get(p.UID); !known {
+			old, known := d.cfg.Pods.Get(p.UID)
+			if !known {
 				continue // rejected at admission
 			}
 			d.cfg.Pods.AddOrUpdate(p)
+			if d.cfg.Allocations != nil {
+				// pods/resize: allocated now, deferred or infeasible.
+				d.cfg.Allocations.HandleUpdate(old, p)
+				d.updateQOS()
+			}
 			d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Sync})
 		case sources.RECONCILE:
 			if _, known := d.cfg.Pods.Get(p.UID); known {
@@ -142,16 +164,25 @@ func (d *Dispatcher) HandlePodUpdate(ctx context.Context, u sources.PodUpdate) {
 		case sources.REMOVE:
 			d.cfg.Pods.Remove(p)
 			d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Kill, Removed: true})
+			if d.cfg.Allocations != nil {
+				d.cfg.Allocations.RemovePod(p.UID)
+			}
 		}
 	}
 }
 
 // admit runs node admission for a pod the kubelet has not seen before.
 func (d *Dispatcher) admit(p *v1.Pod) bool {
-	if d.cfg.Admit == nil {
+	var ok bool
+	var reason, message string
+	switch {
+	case d.cfg.Allocations != nil:
+		ok, reason, message = d.cfg.Allocations.AddPod(p, d.active())
+	case d.cfg.Admit != nil:
+		ok, reason, message = d.cfg.Admit(p, d.active())
+	default:
 		return true
 	}
-	ok, reason, message := d.cfg.Admit(p, d.active())
 	if ok {
 		return true
 	}
@@ -167,10 +198,18 @@ func (d *Dispatcher) active() []*v1.Pod {
 	return podworkers.Active(d.cfg.Pods.List(), d.cfg.Workers.States())
 }
 
+// updateQOS sizes the QoS cgroups for the active pods' allocated resources.
 func (d *Dispatcher) updateQOS() {
-	if d.cfg.UpdateQOS != nil {
-		d.cfg.UpdateQOS(d.active())
+	if d.cfg.UpdateQOS == nil {
+		return
 	}
+	active := d.active()
+	if d.cfg.Allocations != nil {
+		for i, p := range active {
+			active[i], _ = d.cfg.Allocations.Apply(p)
+		}
+	}
+	d.cfg.UpdateQOS(active)
 }
 
 // handleMirror keeps the mirror index current. A mirror pod being deleted
@@ -247,6 +286,13 @@ func (d *Dispatcher) HandleHousekeeping(ctx context.Context) {
 	known := map[types.UID]bool{}
 	for _, p := range d.cfg.Pods.List() {
 		known[p.UID] = true
+	}
+	if d.cfg.Allocations != nil {
+		desired := make(map[types.UID]bool, len(known))
+		for uid := range known {
+			desired[uid] = true
+		}
+		d.cfg.Allocations.RemoveOrphans(desired)
 	}
 	for uid := range states {
 		known[uid] = true

@@ -274,7 +274,7 @@ func TestHousekeepingCleansUpOrphansInTheBackground(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res := m.SyncPod(ctx, p, st, nil); res.Err != nil {
+		if res := m.SyncPod(ctx, kuberuntime.Inputs{Pod: p, Status: st}); res.Err != nil {
 			t.Fatal(res.Err)
 		}
 		return p

@@ -119,6 +119,11 @@ func ContainerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int, extra 
 	return a, nil
 }
 
+// IsEphemeral reports whether name is one of pod's ephemeral containers.
+func IsEphemeral(pod *v1.Pod, name string) bool {
+	return containerType(pod, name) == ContainerTypeEphemeral
+}
+
 func containerType(pod *v1.Pod, name string) string {
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == name {

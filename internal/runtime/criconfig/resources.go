@@ -75,6 +75,20 @@ func (o *Options) linuxResources(cpuRequest *resource.Quantity, cpuLimit, memory
 	return r
 }
 
+// ContainerResources is the cgroup config of container c of pod, as its
+// CreateContainer request carries it; an in-place resize sends it with
+// UpdateContainerResources.
+func (o *Options) ContainerResources(pod *v1.Pod, c *v1.Container) (*runtimeapi.LinuxContainerResources, error) {
+	return o.containerResources(pod, c)
+}
+
+// LimitedSwap reports whether container c of pod is given swap
+// (LimitedSwap on cgroup v2); an in-place resize of its memory request is
+// then infeasible, as upstream.
+func (o *Options) LimitedSwap(pod *v1.Pod, c *v1.Container) bool {
+	return o.SwapControllerAvailable && o.CgroupV2 && o.limitedSwap(pod, c)
+}
+
 // containerResources is the container's cgroup config. A container without
 // its own cpu or memory limit inherits the pod-level one.
 func (o *Options) containerResources(pod *v1.Pod, c *v1.Container) (*runtimeapi.LinuxContainerResources, error) {

@@ -314,9 +314,8 @@ func (o *Options) userNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, error) 
 	if o.UserNamespace == nil {
 		return nil, errors.New("pod asks for hostUsers=false but this kubelet does not support user namespaces")
 	}
-	userns, err := o.UserNamespace(pod)
-	if err != nil {
-		return nil, fmt.Errorf("user namespace mappings: %w", err)
-	}
-	return userns, nil
+	// The manager's errors are upstream's messages, reported as they are
+	// ("can't set `spec.hostUsers: false`, runtime does not support user
+	// namespaces").
+	return o.UserNamespace(pod)
 }

@@ -35,6 +35,37 @@ type Server struct {
 	stops     []StopRequest
 	pulls     []*runtimeapi.PullImageRequest
 	sandboxes []*runtimeapi.RunPodSandboxRequest
+	creates   []*runtimeapi.CreateContainerRequest
+	updates   []*runtimeapi.UpdateContainerResourcesRequest
+	handlers  []*runtimeapi.RuntimeHandler
+}
+
+// Creates returns the CreateContainer requests so far, in order, and
+// forgets them.
+func (s *Server) Creates() []*runtimeapi.CreateContainerRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.creates
+	s.creates = nil
+	return out
+}
+
+// ResourceUpdates returns the UpdateContainerResources requests so far, in
+// order, and forgets them.
+func (s *Server) ResourceUpdates() []*runtimeapi.UpdateContainerResourcesRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.updates
+	s.updates = nil
+	return out
+}
+
+// SetRuntimeHandlers sets the handlers (and their features) Status reports,
+// as containerd 2.x does; the default is none, as containerd 1.6.
+func (s *Server) SetRuntimeHandlers(h ...*runtimeapi.RuntimeHandler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.handlers = h
 }
 
 // SandboxRuns returns the RunPodSandbox requests so far, in order, and
@@ -193,7 +224,39 @@ func (r *runtimeServer) Version(ctx context.Context, req *runtimeapi.VersionRequ
 }
 
 func (r *runtimeServer) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
-	return r.s.Runtime.Status(ctx, req.Verbose)
+	resp, err := r.s.Runtime.Status(ctx, req.Verbose)
+	if err != nil {
+		return nil, err
+	}
+	r.s.mu.Lock()
+	resp.RuntimeHandlers = r.s.handlers
+	r.s.mu.Unlock()
+	return resp, nil
+}
+
+// UpdateContainerResources records the request and keeps the new Linux
+// resources as the container's, which ContainerStatus then reports (as
+// containerd does).
+func (r *runtimeServer) UpdateContainerResources(ctx context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
+	r.s.mu.Lock()
+	r.s.updates = append(r.s.updates, req)
+	r.s.mu.Unlock()
+	if err := r.s.Runtime.UpdateContainerResources(ctx, req.ContainerId, &runtimeapi.ContainerResources{Linux: req.Linux}); err != nil {
+		return nil, err
+	}
+	r.s.Runtime.Lock()
+	defer r.s.Runtime.Unlock()
+	c, ok := r.s.Runtime.Containers[req.ContainerId]
+	if !ok {
+		return nil, grpcstatus.Errorf(codes.NotFound, "container %q not found", req.ContainerId)
+	}
+	c.Resources = &runtimeapi.ContainerResources{Linux: req.Linux}
+	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
+}
+
+// UpdatePodSandboxResources is not implemented, as in containerd 1.6 and 2.x.
+func (r *runtimeServer) UpdatePodSandboxResources(context.Context, *runtimeapi.UpdatePodSandboxResourcesRequest) (*runtimeapi.UpdatePodSandboxResourcesResponse, error) {
+	return nil, grpcstatus.Error(codes.Unimplemented, "UpdatePodSandboxResources is not implemented")
 }
 
 func (r *runtimeServer) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
@@ -237,6 +300,9 @@ func (r *runtimeServer) ListPodSandbox(ctx context.Context, req *runtimeapi.List
 }
 
 func (r *runtimeServer) CreateContainer(ctx context.Context, req *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
+	r.s.mu.Lock()
+	r.s.creates = append(r.s.creates, req)
+	r.s.mu.Unlock()
 	id, err := r.s.Runtime.CreateContainer(ctx, req.PodSandboxId, req.Config, req.SandboxConfig)
 	if err != nil {
 		return nil, err
@@ -246,6 +312,9 @@ func (r *runtimeServer) CreateContainer(ctx context.Context, req *runtimeapi.Cre
 	c.CreatedAt = r.s.now()
 	// What a real runtime reports and the fake leaves out.
 	c.Mounts = req.Config.Mounts
+	if lr := req.Config.GetLinux().GetResources(); lr != nil {
+		c.Resources = &runtimeapi.ContainerResources{Linux: lr}
+	}
 	if req.Config.LogPath != "" {
 		c.LogPath = filepath.Join(req.SandboxConfig.GetLogDirectory(), req.Config.LogPath)
 	}
@@ -293,6 +362,14 @@ func (r *runtimeServer) ListContainers(ctx context.Context, req *runtimeapi.List
 
 func (r *runtimeServer) ContainerStatus(ctx context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
 	return r.s.Runtime.ContainerStatus(ctx, req.ContainerId, req.Verbose)
+}
+
+func (r *runtimeServer) ContainerStats(ctx context.Context, req *runtimeapi.ContainerStatsRequest) (*runtimeapi.ContainerStatsResponse, error) {
+	st, err := r.s.Runtime.ContainerStats(ctx, req.ContainerId)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ContainerStatsResponse{Stats: st}, nil
 }
 
 func (r *runtimeServer) GetContainerEvents(_ *runtimeapi.GetEventsRequest, stream runtimeapi.RuntimeService_GetContainerEventsServer) error {

@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/seed-kubelet/kubelet/internal/pods/allocation"
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 )
@@ -28,6 +29,30 @@ type Unhealthy struct {
 	GracePeriod *int64
 }
 
+// Inputs is everything ComputePodActions decides on; all of it values, so
+// the decision is a pure function a table test can drive.
+type Inputs struct {
+	// Pod is the desired pod, with the resources the kubelet allocated to
+	// its containers (which may lag the spec while a resize is pending).
+	Pod *v1.Pod
+	// Status is the runtime's view of the pod (GetPodStatus).
+	Status *PodStatus
+	// Unhealthy are the running containers, by name, whose liveness or
+	// startup probe failed.
+	Unhealthy map[string]Unhealthy
+	// StartupPending names the running containers whose startup probe has
+	// not succeeded yet. A restartable init container (sidecar) in it holds
+	// back the init and app containers after it, as upstream's
+	// computeInitContainerActions does.
+	StartupPending map[string]bool
+	// Actuated are the resources last applied to the pod's containers (by
+	// name) and its cgroup (pod level), from the kubelet's
+	// actuated-resources checkpoint; Pod carries the allocated ones. Nil
+	// turns in-place resize off; a container missing from it counts as
+	// having no resources applied, as upstream's missing record does.
+	Actuated *allocation.PodResources
+}
+
 // PodActions is what must happen to a pod to bring the runtime in line
 // with its spec. The zero value means "nothing to do".
 type PodActions struct {
@@ -43,12 +68,19 @@ type PodActions struct {
 	// ContainersToStart are indexes into spec.containers.
 	ContainersToStart []int
 	ContainersToKill  []ContainerToKill
+	// EphemeralContainersToStart are indexes into spec.ephemeralContainers:
+	// the debug containers that never ran (they are never restarted).
+	EphemeralContainersToStart []int
+	// Resize is the in-place resize of running containers and of the pod
+	// cgroup (pods/resize).
+	Resize Resize
 }
 
 // Empty reports whether there is nothing to do.
 func (a PodActions) Empty() bool {
 	return !a.KillPod && !a.CreateSandbox && len(a.InitContainersToStart) == 0 &&
-		len(a.ContainersToStart) == 0 && len(a.ContainersToKill) == 0
+		len(a.ContainersToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.EphemeralContainersToStart) == 0 &&
+		a.Resize.Empty()
 }
 
 // ShouldRestart reports whether a container that is not running must be
@@ -114,8 +146,10 @@ func sandboxChange(pod *v1.Pod, st *PodStatus) (create bool, attempt uint32, id 
 
 // initProgress walks the init containers in order. It returns the indexes
 // to start now, whether the pod failed initialisation for good, and whether
-// every init container has done its part (succeeded, or is a running sidecar).
-func initProgress(pod *v1.Pod, st *PodStatus) (start []int, failed, done bool) {
+// every init container has done its part (succeeded, or is a running
+// sidecar whose startup probe, if any, succeeded: startupPending names
+// those that have not).
+func initProgress(pod *v1.Pod, st *PodStatus, startupPending map[string]bool) (start []int, failed, done bool) {
 	// Once any app container exists the pod was initialised before.
 	for i := range pod.Spec.Containers {
 		if st.FindContainer(pod.Spec.Containers[i].Name) != nil {
@@ -137,7 +171,10 @@ func initProgress(pod *v1.Pod, st *PodStatus) (start []int, failed, done bool) {
 			if s == nil || s.State != StateRunning {
 				return append(start, i), false, false
 			}
-			continue // running sidecar: go on to the next
+			if startupPending[c.Name] {
+				return start, false, false // wait until it has started
+			}
+			continue // started sidecar: go on to the next
 		}
 		switch {
 		case s == nil:
@@ -155,10 +192,12 @@ func initProgress(pod *v1.Pod, st *PodStatus) (start []int, failed, done bool) {
 	return start, false, true
 }
 
-// ComputePodActions decides what to do for pod given what runs and which
-// running containers failed their liveness or startup probe (by name). It
+// ComputePodActions decides what to do for a pod given what runs, which
+// running containers failed their liveness or startup probe, which have
+// not passed their startup probe yet, and what resources were applied. It
 // is pure.
-func ComputePodActions(pod *v1.Pod, st *PodStatus, unhealthy map[string]Unhealthy) PodActions {
+func ComputePodActions(in Inputs) PodActions {
+	pod, st, unhealthy := in.Pod, in.Status, in.Unhealthy
 	if st == nil {
 		st = &PodStatus{}
 	}
@@ -180,7 +219,7 @@ func ComputePodActions(pod *v1.Pod, st *PodStatus, unhealthy map[string]Unhealth
 			toStart = append(toStart, i)
 		}
 		if len(toStart) == 0 {
-			if _, _, done := initProgress(pod, st); done {
+			if _, _, done := initProgress(pod, st, nil); done {
 				a.CreateSandbox = false
 				return a
 			}
@@ -202,7 +241,15 @@ func ComputePodActions(pod *v1.Pod, st *PodStatus, unhealthy map[string]Unhealth
 		}
 	}
 
-	start, failed, done := initProgress(pod, st)
+	// Ephemeral containers start whatever the initialisation's progress,
+	// once: one that ran (whatever its state) is never started again.
+	for i := range pod.Spec.EphemeralContainers {
+		if st.FindContainer(pod.Spec.EphemeralContainers[i].Name) == nil {
+			a.EphemeralContainersToStart = append(a.EphemeralContainersToStart, i)
+		}
+	}
+
+	start, failed, done := initProgress(pod, st, in.StartupPending)
 	if failed {
 		a.KillPod = true
 		return a
@@ -223,9 +270,24 @@ func ComputePodActions(pod *v1.Pod, st *PodStatus, unhealthy map[string]Unhealth
 			a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: s.ID, Name: c.Name, Container: c,
 				Message: u.Message, GracePeriod: u.GracePeriod})
 			a.InitContainersToStart = append(a.InitContainersToStart, i)
+			continue
+		}
+		if resizeContainer(pod, c, s, in.Actuated, &a) {
+			a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: s.ID, Name: c.Name, Container: c,
+				Message: fmt.Sprintf("Container %s resize requires restart", c.Name)})
+			a.InitContainersToStart = append(a.InitContainersToStart, i)
 		}
 	}
 	if !done {
+		// A regular init container that runs is resized in place (its
+		// resize policy cannot ask for a restart).
+		for i := range pod.Spec.InitContainers {
+			c := &pod.Spec.InitContainers[i]
+			if !podutil.IsRestartableInitContainer(c) {
+				resizeContainer(pod, c, st.FindContainer(c.Name), in.Actuated, &a)
+			}
+		}
+		orderUpdates(&a.Resize)
 		return a
 	}
 
@@ -259,12 +321,26 @@ func ComputePodActions(pod *v1.Pod, st *PodStatus, unhealthy map[string]Unhealth
 			}
 			continue
 		}
+		if resizeContainer(pod, c, s, in.Actuated, &a) {
+			// As upstream: restarted whatever the restart policy.
+			a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: s.ID, Name: c.Name, Container: c,
+				Message: fmt.Sprintf("Container %s resize requires restart", c.Name)})
+			a.ContainersToStart = append(a.ContainersToStart, i)
+			continue
+		}
 		keep++
 	}
 	if keep == 0 && len(a.ContainersToStart) == 0 {
 		// Nothing runs and nothing will: the pod is done; stop its sandbox.
 		a.KillPod = true
 		a.ContainersToKill = nil
+		a.InitContainersToStart = nil
+		a.Resize = Resize{}
+		return a
 	}
+	if podLevelChanged(pod, in.Actuated) {
+		a.Resize.Pod = true
+	}
+	orderUpdates(&a.Resize)
 	return a
 }

@@ -80,13 +80,59 @@ func TestComputePodActions(t *testing.T) {
 	neverLive := testPod(v1.RestartPolicyNever, "a")
 	neverRunning := ctr(neverLive, "a", StateRunning, 0, 0)
 	five := int64(5)
+	// A sidecar with a startup probe, and a pod with debug containers.
+	startupSidecar := withInit(testPod(v1.RestartPolicyAlways, "app"), "side")
+	startupSidecar.Spec.InitContainers[0].RestartPolicy = &alwaysRestart
+	startupSidecar.Spec.InitContainers[0].StartupProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}
+	debug := testPod(v1.RestartPolicyAlways, "app")
+	debug.Spec.EphemeralContainers = []v1.EphemeralContainer{
+		{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "busybox:1.36"}, TargetContainerName: "app"},
+		{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "done", Image: "busybox:1.36"}},
+	}
+	debugInit := withInit(testPod(v1.RestartPolicyAlways, "app"), "i1")
+	debugInit.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "busybox:1.36"}}}
+	ephemeral := func(p *v1.Pod, name string, state ContainerState) *ContainerStatus {
+		return &ContainerStatus{ID: name + "-id", Name: name, State: state, CreatedAt: base}
+	}
 	cases := []struct {
-		name      string
-		pod       *v1.Pod
-		st        *PodStatus
-		unhealthy map[string]Unhealthy
-		want      PodActions
+		name           string
+		pod            *v1.Pod
+		st             *PodStatus
+		unhealthy      map[string]Unhealthy
+		startupPending map[string]bool
+		want           PodActions
 	}{
+		{
+			name: "running sidecar whose startup probe has not succeeded holds back the app containers",
+			pod:  startupSidecar, st: status([]SandboxStatus{readySandbox()}, ctr(startupSidecar, "side", StateRunning, 0, 0)),
+			startupPending: map[string]bool{"side": true},
+			want:           PodActions{SandboxID: "sb1"},
+		},
+		{
+			name: "running sidecar that has started lets the app containers start",
+			pod:  startupSidecar, st: status([]SandboxStatus{readySandbox()}, ctr(startupSidecar, "side", StateRunning, 0, 0)),
+			want: PodActions{SandboxID: "sb1", ContainersToStart: []int{0}},
+		},
+		{
+			name: "an ephemeral container added to a running pod is started, nothing else",
+			pod:  debug, st: status([]SandboxStatus{readySandbox()}, ctr(debug, "app", StateRunning, 0, 0), ephemeral(debug, "done", StateExited)),
+			want: PodActions{SandboxID: "sb1", EphemeralContainersToStart: []int{0}},
+		},
+		{
+			name: "ephemeral containers that ran are never started again",
+			pod:  debug, st: status([]SandboxStatus{readySandbox()}, ctr(debug, "app", StateRunning, 0, 0), ephemeral(debug, "debugger", StateExited), ephemeral(debug, "done", StateExited)),
+			want: PodActions{SandboxID: "sb1"},
+		},
+		{
+			name: "an ephemeral container starts while an init container still runs",
+			pod:  debugInit, st: status([]SandboxStatus{readySandbox()}, ctr(debugInit, "i1", StateRunning, 0, 0)),
+			want: PodActions{SandboxID: "sb1", EphemeralContainersToStart: []int{0}},
+		},
+		{
+			name: "a new sandbox starts no ephemeral container (the next sync does)",
+			pod:  debug, st: status(nil),
+			want: PodActions{KillPod: true, CreateSandbox: true, ContainersToStart: []int{0}},
+		},
 		{
 			name: "failed liveness probe kills and restarts the container",
 			pod:  livePod, st: status([]SandboxStatus{readySandbox()}, liveRunning),
@@ -224,7 +270,7 @@ func TestComputePodActions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ComputePodActions(tc.pod, tc.st, tc.unhealthy)
+			got := ComputePodActions(Inputs{Pod: tc.pod, Status: tc.st, Unhealthy: tc.unhealthy, StartupPending: tc.startupPending})
 			for i := range got.ContainersToKill {
 				if tc.want.ContainersToKill[i].Container == nil {
 					got.ContainersToKill[i].Container = nil

@@ -65,7 +65,7 @@ func (e *env) sync(pod *v1.Pod, unhealthy map[string]Unhealthy) SyncResult {
 	e.t.Helper()
 	st := e.status(pod)
 	e.reset()
-	return e.m.SyncPod(e.ctx, pod, st, unhealthy)
+	return e.m.SyncPod(e.ctx, Inputs{Pod: pod, Status: st, Unhealthy: unhealthy})
 }
 
 // reset forgets the calls, stops, pulls and events so far.

@@ -190,6 +190,14 @@ func (m *Manager) RemovePod(ctx context.Context, st *PodStatus) error {
 		}
 	}
 	if st.UID != "" {
+		if m.cfg.UserNamespaces != nil {
+			m.cfg.UserNamespaces.Release(st.UID)
+		}
+		if m.cfg.Actuated != nil {
+			if err := m.cfg.Actuated.Remove(st.UID); err != nil {
+				klog.V(2).InfoS("Cannot forget the pod's actuated resources; housekeeping retries", "podUID", st.UID, "err", err)
+			}
+		}
 		if m.cfg.TearDownVolumes != nil {
 			if err := m.cfg.TearDownVolumes(string(st.UID)); err != nil {
 				return fmt.Errorf("tear down volumes of pod %s/%s: %w", st.Namespace, st.Name, err)
@@ -226,6 +234,14 @@ func (m *Manager) unlinkContainerLog(podName, ns, name, id string) {
 // PodHasVolumes says plugin volumes there wait for their teardown, and is
 // retried at the next housekeeping.
 func (m *Manager) CleanupOrphanedPodDirs(keep map[types.UID]bool) {
+	if m.cfg.UserNamespaces != nil {
+		m.cfg.UserNamespaces.CleanupOrphans(keep)
+	}
+	if m.cfg.Actuated != nil {
+		if err := m.cfg.Actuated.RemoveOrphans(keep); err != nil {
+			klog.V(2).InfoS("Cannot remove orphaned actuated resources", "err", err)
+		}
+	}
 	if entries, err := os.ReadDir(m.cfg.PodsDir); err == nil {
 		for _, e := range entries {
 			uid := types.UID(e.Name())

@@ -18,6 +18,8 @@ import (
 	"github.com/seed-kubelet/kubelet/internal/atomicfile"
 	"github.com/seed-kubelet/kubelet/internal/backoff"
 	"github.com/seed-kubelet/kubelet/internal/events"
+	"github.com/seed-kubelet/kubelet/internal/metrics"
+	"github.com/seed-kubelet/kubelet/internal/pods/allocation"
 	"github.com/seed-kubelet/kubelet/internal/pods/podutil"
 	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 )
@@ -36,6 +38,9 @@ const (
 
 // MinGracePeriod is the shortest grace period a container is given to stop.
 const MinGracePeriod int64 = 2
+
+// workerResizeRetry is how soon a resize that failed is tried again.
+const workerResizeRetry = 10 * time.Second
 
 // Config is what a Manager needs.
 type Config struct {
@@ -85,6 +90,25 @@ type Config struct {
 	// sandbox's cgroup parent) and removes it with the pod; nil leaves the
 	// cgroup parent as Spec.CgroupParent says.
 	PodCgroups PodCgroups
+	// Actuated records the resources applied to each container and pod
+	// cgroup (the actuated_pods_state checkpoint); nil turns in-place
+	// resize off.
+	Actuated *allocation.State
+	// PodResizer resizes pod cgroups in place; nil resizes containers only.
+	PodResizer PodResizer
+	// Metrics receives kubelet_pod_resize_duration_milliseconds and the
+	// user-namespaced pod counts; may be nil.
+	Metrics *metrics.Metrics
+	// UserNamespaces releases a removed pod's user namespace range and
+	// cleans up those of orphans; may be nil.
+	UserNamespaces UserNamespaces
+}
+
+// UserNamespaces is what the runtime manager needs of the user namespace
+// manager (the ranges of hostUsers: false pods).
+type UserNamespaces interface {
+	Release(uid types.UID)
+	CleanupOrphans(keep map[types.UID]bool)
 }
 
 // RuntimeHandlerResolver is upstream's runtimeclass manager as the runtime
@@ -138,6 +162,11 @@ type SyncResult struct {
 	RequeueAfter time.Duration
 	// Err is the first error that stopped the sync.
 	Err error
+	// ResizeErr is why an in-place resize could not be done (the sync
+	// goes on; the next one tries again), for PodResizeInProgress.
+	ResizeErr error
+	// Resized is true when an in-place resize was done.
+	Resized bool
 }
 
 func (r *SyncResult) fail(name, reason, msg string) {
@@ -156,11 +185,19 @@ func (r *SyncResult) requeue(d time.Duration) {
 	}
 }
 
-// SyncPod brings the runtime in line with pod, given st from GetPodStatus
-// and the running containers whose liveness or startup probe failed.
-func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, unhealthy map[string]Unhealthy) SyncResult {
+// SyncPod brings the runtime in line with in.Pod, given in.Status from
+// GetPodStatus and what the prober says (see Inputs).
+func (m *Manager) SyncPod(ctx context.Context, in Inputs) SyncResult {
 	var res SyncResult
-	actions := ComputePodActions(pod, st, unhealthy)
+	pod, st := in.Pod, in.Status
+	if st == nil {
+		st = &PodStatus{}
+	}
+	if in.Actuated == nil {
+		m.adoptRunning(pod, st)
+		in.Actuated = m.Actuated(pod)
+	}
+	actions := ComputePodActions(in)
 	klog.V(4).InfoS("Computed pod actions", "pod", klog.KObj(pod), "actions", actions)
 	if actions.Empty() {
 		return res
@@ -195,6 +232,16 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, unhea
 		}
 		spec.CgroupParent = parent
 	}
+	if actions.CreateSandbox && pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers && m.cfg.Metrics != nil {
+		// As upstream: counted when its sandbox is to be created, and an
+		// error when this sync fails (the config, the sandbox, a container).
+		m.cfg.Metrics.StartedUserNamespacedPods.Inc()
+		defer func() {
+			if res.Err != nil || len(res.Failures) > 0 {
+				m.cfg.Metrics.StartedUserNamespacedPodsErrors.Inc()
+			}
+		}()
+	}
 	sandboxConfig, warnings, err := criconfig.SandboxConfig(pod, actions.Attempt, spec)
 	if err != nil {
 		// As upstream, whose createPodSandbox fails with the config error.
@@ -216,19 +263,51 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, unhea
 			res.Err = err
 			return res
 		}
+		if m.cfg.Actuated != nil && pod.Spec.Resources != nil {
+			// The pod cgroup was made for the allocated pod-level resources.
+			if err := m.cfg.Actuated.SetPodLevel(pod.UID, pod.Spec.Resources); err != nil {
+				klog.ErrorS(err, "Cannot record the pod's actuated resources", "pod", klog.KObj(pod))
+			}
+		}
 	}
 
+	// Debug containers first, as upstream: they are there to look at a pod
+	// whose other containers may be stuck.
+	for _, i := range actions.EphemeralContainersToStart {
+		ec := &pod.Spec.EphemeralContainers[i]
+		target := ""
+		if ec.TargetContainerName != "" {
+			if t := st.FindContainer(ec.TargetContainerName); t != nil {
+				target = t.ID
+			}
+		}
+		m.startContainer(ctx, &res, pod, st, (*v1.Container)(&ec.EphemeralContainerCommon), sandboxID, sandboxConfig, podIPs, target)
+	}
+	startedInit := false
 	for _, i := range actions.InitContainersToStart {
 		c := &pod.Spec.InitContainers[i]
-		m.startContainer(ctx, &res, pod, st, c, sandboxID, sandboxConfig, podIPs)
+		m.startContainer(ctx, &res, pod, st, c, sandboxID, sandboxConfig, podIPs, "")
 		if !podutil.IsRestartableInitContainer(c) {
 			// Regular init containers run one at a time: the next sync
 			// (woken by its exit) starts the one after.
-			return res
+			startedInit = true
+			break
 		}
 	}
+	if !actions.Resize.Empty() {
+		if err := m.resize(ctx, pod, actions.Resize, sandboxID, sandboxConfig); err != nil {
+			klog.ErrorS(err, "Pod resize not actuated; the next sync tries again", "pod", klog.KObj(pod))
+			res.ResizeErr = err
+			res.requeue(workerResizeRetry)
+		} else {
+			res.Resized = true
+		}
+	}
+	if startedInit {
+		return res
+	}
 	for _, i := range actions.ContainersToStart {
-		m.startContainer(ctx, &res, pod, st, &pod.Spec.Containers[i], sandboxID, sandboxConfig, podIPs)
+		m.startContainer(ctx, &res, pod, st, &pod.Spec.Containers[i], sandboxID, sandboxConfig, podIPs, "")
 	}
 	return res
 }
@@ -276,9 +355,10 @@ func crashKey(pod *v1.Pod, c *v1.Container) string {
 	return fmt.Sprintf("%s_%s_%s_%s_%d", pod.Name, pod.Namespace, pod.UID, c.Name, criconfig.ContainerHash(c))
 }
 
-// startContainer starts one container, recording any failure in res. It
-// returns whether the container was started.
-func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.Pod, st *PodStatus, c *v1.Container, sandboxID string, sandboxConfig *runtimeapi.PodSandboxConfig, podIPs []string) bool {
+// startContainer starts one container, recording any failure in res. An
+// ephemeral container with a target joins the process namespace of the
+// target's container ID. It returns whether the container was started.
+func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.Pod, st *PodStatus, c *v1.Container, sandboxID string, sandboxConfig *runtimeapi.PodSandboxConfig, podIPs []string, targetID string) bool {
 	prev := st.FindContainer(c.Name)
 	restartCount := 0
 	if prev != nil {
@@ -333,6 +413,7 @@ func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.P
 	cfg, err := criconfig.ContainerConfig(ctx, criconfig.ContainerInputs{
 		Pod: pod, Container: c, RestartCount: restartCount, PodIPs: podIPs, HostIPs: m.hostIPs(),
 		ImageRef: imageRef, ImageUID: imageUID, ImageUsername: imageUsername, Mounts: mounts, Devices: devices, SandboxConfig: sandboxConfig,
+		TargetContainerID: targetID,
 	}, m.cfg.Spec)
 	if err != nil {
 		m.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, events.Failed, "Error: %v", err)
@@ -370,6 +451,7 @@ func (m *Manager) startContainer(ctx context.Context, res *SyncResult, pod *v1.P
 		}
 	}
 	res.Started = append(res.Started, c.Name)
+	m.recordStarted(pod, c, criconfig.IsEphemeral(pod, c.Name))
 	m.linkContainerLog(pod, c.Name, id, filepath.Join(sandboxConfig.LogDirectory, cfg.LogPath))
 	klog.V(2).InfoS("Started container", "pod", klog.KObj(pod), "container", c.Name, "containerID", id, "restartCount", restartCount)
 	return true

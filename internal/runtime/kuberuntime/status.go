@@ -125,6 +125,7 @@ func containerStatusFromCRI(s *runtimeapi.ContainerStatus, sandboxID string) *Co
 		SandboxID:    sandboxID,
 		GracePeriod:  meta.PodTerminationGracePeriod,
 		PreStop:      meta.PreStopHandler,
+		Resources:    s.GetResources().GetLinux(),
 	}
 	if meta.PodDeletionGracePeriod != nil {
 		cs.GracePeriod = meta.PodDeletionGracePeriod

@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // ContainerState is a container's state as the runtime reports it.
@@ -40,6 +41,9 @@ type ContainerStatus struct {
 	// PreStop is the preStop handler recorded on the container, run when a
 	// pod the kubelet has no spec for is stopped.
 	PreStop *v1.LifecycleHandler
+	// Resources are the Linux resources the runtime reports the container
+	// runs with (nil when it reports none).
+	Resources *runtimeapi.LinuxContainerResources
 }
 
 // SandboxStatus is one sandbox of a pod.
