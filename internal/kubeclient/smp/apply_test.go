@@ -296,9 +296,10 @@ func editPatch(r *rand.Rand, v any) any {
 }
 
 // FuzzStrategicMergePatch compares ours with the library on arbitrary
-// documents and patches against the Pod schema. (A patch that both nulls
-// a $deleteFromPrimitiveList and sets its list has a map-order dependent
-// result in both: a reported difference there is not a bug.)
+// documents and patches against the Pod schema. A patch with both
+// "$deleteFromPrimitiveList/X" and "X" in one map has a map-order dependent
+// result in the library itself (which of the two it meets first decides
+// whether X is looked up in the schema), so such inputs are not compared.
 func FuzzStrategicMergePatch(f *testing.F) {
 	f.Add([]byte(`{"metadata":{"finalizers":["a","b"]},"spec":{"containers":[{"name":"a","image":"x"}]}}`),
 		[]byte(`{"metadata":{"$setElementOrder/finalizers":["b","c"],"$deleteFromPrimitiveList/finalizers":["a"],"finalizers":["c"]},"spec":{"containers":[{"name":"a","$patch":"delete"},{"name":"b"}]}}`))
@@ -306,6 +307,35 @@ func FuzzStrategicMergePatch(f *testing.F) {
 		[]byte(`{"spec":{"volumes":[{"$retainKeys":["name","hostPath"],"name":"v","hostPath":{"path":"/"}}]}}`))
 	f.Add([]byte(`{"metadata":{"labels":{"a":"1"}}}`), []byte(`{"metadata":{"labels":{"$patch":"replace","b":"2"}}}`))
 	f.Fuzz(func(t *testing.T, original, patch []byte) {
+		var doc any
+		if json.Unmarshal(patch, &doc) == nil && deleteListBesideItsList(doc) {
+			return
+		}
 		applyAgrees(t, original, patch, v1.Pod{})
 	})
+}
+
+// deleteListBesideItsList reports whether some map of v holds both
+// "$deleteFromPrimitiveList/X" and "X".
+func deleteListBesideItsList(v any) bool {
+	switch o := v.(type) {
+	case map[string]any:
+		for k, x := range o {
+			if name, ok := strings.CutPrefix(k, deleteFromPrefix+"/"); ok {
+				if _, both := o[name]; both {
+					return true
+				}
+			}
+			if deleteListBesideItsList(x) {
+				return true
+			}
+		}
+	case []any:
+		for _, x := range o {
+			if deleteListBesideItsList(x) {
+				return true
+			}
+		}
+	}
+	return false
 }
