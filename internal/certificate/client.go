@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/seed-kubelet/kubelet/internal/fileutil"
+	"github.com/seed-kubelet/kubelet/internal/atomicfile"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -317,7 +317,7 @@ func writeKubeconfig(path string, cluster *rest.Config, pemPath string) error {
 	if err != nil {
 		return fmt.Errorf("encode kubeconfig %s: %w", path, err)
 	}
-	if err := fileutil.WriteFileAtomic(path, data, 0o600); err != nil {
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		return fmt.Errorf("write kubeconfig %s: %w", path, err)
 	}
 	klog.InfoS("Wrote the kubeconfig for the client certificate", "path", path, "certificate", pemPath)

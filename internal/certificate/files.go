@@ -4,12 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-
-	"github.com/seed-kubelet/kubelet/internal/atomicfile"
 )
-
-// writeFileAtomic replaces path with data, never leaving half a file.
-var writeFileAtomic = atomicfile.Write
 
 // fileExists reports whether path exists (following links); other stat
 // errors are returned.

@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seed-kubelet/kubelet/internal/fileutil"
+	"github.com/seed-kubelet/kubelet/internal/atomicfile"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -442,7 +442,7 @@ func (m *Manager) newKey() (crypto.Signer, []byte, error) {
 	}
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: keyutil.ECPrivateKeyBlockType, Bytes: der})
 	if path := m.cfg.PendingKeyFile; path != "" {
-		if err := fileutil.WriteFileAtomic(path, keyPEM, 0o600); err != nil {
+		if err := atomicfile.Write(path, keyPEM, 0o600); err != nil {
 			return nil, nil, fmt.Errorf("save the pending private key: %w", err)
 		}
 	}

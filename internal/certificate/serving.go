@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/seed-kubelet/kubelet/internal/fileutil"
+	"github.com/seed-kubelet/kubelet/internal/atomicfile"
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/prometheus/client_golang/prometheus"
@@ -236,10 +236,10 @@ func ensureSelfSigned(certFile, keyFile, host string) error {
 		return fmt.Errorf("unable to generate self signed cert: %w", err)
 	}
 	// The key first: a crash in between leaves no certificate without it.
-	if err := fileutil.WriteFileAtomic(keyFile, keyPEM, 0o600); err != nil {
+	if err := atomicfile.Write(keyFile, keyPEM, 0o600); err != nil {
 		return err
 	}
-	if err := fileutil.WriteFileAtomic(certFile, certPEM, 0o644); err != nil {
+	if err := atomicfile.Write(certFile, certPEM, 0o644); err != nil {
 		return err
 	}
 	klog.InfoS("Generated a self-signed serving certificate", "certFile", certFile, "keyFile", keyFile)

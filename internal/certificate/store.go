@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/seed-kubelet/kubelet/internal/fileutil"
+	"github.com/seed-kubelet/kubelet/internal/atomicfile"
 
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
@@ -141,7 +141,7 @@ func (s *FileStore) Update(certPEM, keyPEM []byte) (*tls.Certificate, error) {
 	pem.Encode(&buf, keyBlock)
 
 	path := filepath.Join(s.dir, s.filename(s.clock.Now().Format("2006-01-02-15-04-05")))
-	if err := fileutil.WriteFileAtomic(path, buf.Bytes(), 0o600); err != nil {
+	if err := atomicfile.Write(path, buf.Bytes(), 0o600); err != nil {
 		return nil, fmt.Errorf("could not write %q: %w", path, err)
 	}
 	cert, err := loadPair(path, path)

@@ -15,8 +15,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/seed-kubelet/kubelet/internal/atomicfile"
 	"github.com/seed-kubelet/kubelet/internal/events"
-	"github.com/seed-kubelet/kubelet/internal/fileutil"
 )
 
 // reconnectPeriod is how long the manager waits before watching again
@@ -327,7 +327,7 @@ type state struct {
 func (m *Manager) storeState(s state) {
 	data, err := json.Marshal(s)
 	if err == nil {
-		err = fileutil.WriteFileAtomic(filepath.Join(m.cfg.StateDir, stateFile), data, 0o644)
+		err = atomicfile.Write(filepath.Join(m.cfg.StateDir, stateFile), data, 0o644)
 	}
 	if err != nil {
 		klog.ErrorS(err, "Failed to store graceful shutdown state")
