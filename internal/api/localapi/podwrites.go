@@ -85,11 +85,8 @@ func (s *Server) writePod(w http.ResponseWriter, r *http.Request, rq request, ve
 		if err != nil {
 			return err
 		}
-		pod := &v1.Pod{}
-		if err := decodeObject(w, r, data, "Pod", pod); err != nil {
-			return err
-		}
-		if err := checkNamespace(&pod.ObjectMeta, rq.namespace); err != nil {
+		pod, err := decodePod(w, r, data, rq.namespace)
+		if err != nil {
 			return err
 		}
 		if err := checkName(pod.Name, rq.name, name, s.kubeletName(name)); err != nil {
@@ -113,11 +110,8 @@ func (s *Server) writePod(w http.ResponseWriter, r *http.Request, rq request, ve
 		if err != nil {
 			return err
 		}
-		pod := &v1.Pod{}
-		if err := decodeObject(w, r, patched, "Pod", pod); err != nil {
-			return err
-		}
-		if err := checkNamespace(&pod.ObjectMeta, rq.namespace); err != nil {
+		pod, err := decodePod(w, r, patched, rq.namespace)
+		if err != nil {
 			return err
 		}
 		if err := checkName(pod.Name, name); err != nil {
@@ -131,17 +125,27 @@ func (s *Server) writePod(w http.ResponseWriter, r *http.Request, rq request, ve
 	return errMethodNotAllowed(verb, "pods")
 }
 
+// decodePod decodes a request's pod (as the API server would) and checks
+// it belongs to namespace, the request path's.
+func decodePod(w http.ResponseWriter, r *http.Request, data []byte, namespace string) (*v1.Pod, error) {
+	pod := &v1.Pod{}
+	if err := decodeObject(w, r, data, "Pod", pod); err != nil {
+		return nil, err
+	}
+	if err := checkNamespace(&pod.ObjectMeta, namespace); err != nil {
+		return nil, err
+	}
+	return pod, nil
+}
+
 // createPod writes a new pod's manifest, <staticPodPath>/pod_<ns>_<name>.yaml.
 func (s *Server) createPod(w http.ResponseWriter, r *http.Request, rq request) error {
 	data, err := readBody(r)
 	if err != nil {
 		return err
 	}
-	pod := &v1.Pod{}
-	if err := decodeObject(w, r, data, "Pod", pod); err != nil {
-		return err
-	}
-	if err := checkNamespace(&pod.ObjectMeta, rq.namespace); err != nil {
+	pod, err := decodePod(w, r, data, rq.namespace)
+	if err != nil {
 		return err
 	}
 	nameFor(&pod.ObjectMeta)
