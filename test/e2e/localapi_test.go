@@ -475,12 +475,12 @@ func TestKubectlBadInput(t *testing.T) {
 }
 
 func TestLocalSecretPullsFromAPrivateRegistry(t *testing.T) {
-	authorized := privateRegistry(t, "e2e", "pa55w0rd")
-	image := "localhost:5001/pulltest:1"
+	registry, authorized := ifw.PrivateRegistry(t, "e2e", "pa55w0rd")
+	image := registry + "/pulltest:1"
 	_, is := ifw.NewCRIClient(t)
 	ifw.RemoveImageIfPresent(t, is, image)
 	n := standaloneWithLocalAPI(t)
-	cfg, _ := json.Marshal(map[string]any{"auths": map[string]any{"localhost:5001": map[string]string{"username": "e2e", "password": "pa55w0rd"}}})
+	cfg, _ := json.Marshal(map[string]any{"auths": map[string]any{registry: map[string]string{"username": "e2e", "password": "pa55w0rd"}}})
 	secret := fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: regcred}\ntype: kubernetes.io/dockerconfigjson\nstringData:\n  .dockerconfigjson: '%s'\n", cfg)
 	pod := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: private}\nspec:\n  terminationGracePeriodSeconds: 1\n  imagePullSecrets: [{name: regcred}]\n  containers:\n  - {name: main, image: %s, imagePullPolicy: Always, command: [sleep, '3600']}\n", image)
 	if out, err := n.apply(secret + "---\n" + pod); err != nil {

@@ -5,12 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"net"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -20,35 +15,9 @@ import (
 	ifw "github.com/seed-kubelet/kubelet/test/integration/framework"
 )
 
-// privateRegistry serves the loopback registry behind basic auth on
-// 127.0.0.1:5001 (containerd knows localhost:5001 as plain HTTP).
-func privateRegistry(t *testing.T, user, pass string) *atomic.Int64 {
-	t.Helper()
-	target, _ := url.Parse("http://127.0.0.1:5000")
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	var authorized atomic.Int64
-	ln, err := net.Listen("tcp", "127.0.0.1:5001")
-	if err != nil {
-		t.Fatalf("listen on 127.0.0.1:5001 for the private registry: %v", err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, p, ok := r.BasicAuth()
-		if !ok || u != user || p != pass {
-			w.Header().Set("WWW-Authenticate", `Basic realm="e2e"`)
-			http.Error(w, "authentication required", http.StatusUnauthorized)
-			return
-		}
-		authorized.Add(1)
-		proxy.ServeHTTP(w, r)
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return &authorized
-}
-
 func TestPrivateRegistryImagePullSecret(t *testing.T) {
-	authorized := privateRegistry(t, "e2e", "pa55w0rd")
-	image := "localhost:5001/pulltest:1"
+	registry, authorized := ifw.PrivateRegistry(t, "e2e", "pa55w0rd")
+	image := registry + "/pulltest:1"
 	_, is := ifw.NewCRIClient(t)
 	ifw.RemoveImageIfPresent(t, is, image)
 
@@ -72,7 +41,7 @@ func TestPrivateRegistryImagePullSecret(t *testing.T) {
 	})
 
 	// With an imagePullSecret it runs.
-	cfg, _ := json.Marshal(map[string]any{"auths": map[string]any{"localhost:5001": map[string]string{"username": "e2e", "password": "pa55w0rd"}}})
+	cfg, _ := json.Marshal(map[string]any{"auths": map[string]any{registry: map[string]string{"username": "e2e", "password": "pa55w0rd"}}})
 	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "regcred"}, Type: v1.SecretTypeDockerConfigJson, Data: map[string][]byte{v1.DockerConfigJsonKey: cfg}}
 	if _, err := n.client.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
