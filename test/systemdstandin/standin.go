@@ -47,8 +47,9 @@ type Bus struct {
 	cmd     *exec.Cmd
 }
 
-// busConfig lets everyone on the machine (root, in the tests) own names and
-// talk to anyone: the bus is private to the test.
+// busConfig lets everyone on the machine (root, in the tests) own names,
+// call anyone and emit signals (logind's PrepareForShutdown): the bus is
+// private to the test.
 const busConfig = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
@@ -59,6 +60,7 @@ const busConfig = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Con
     <allow user="*"/>
     <allow own="*"/>
     <allow send_type="method_call"/>
+    <allow send_type="signal"/>
     <allow send_destination="*"/>
     <allow receive_sender="*"/>
   </policy>

@@ -1,43 +1,23 @@
 package framework
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/godbus/dbus/v5"
 	"github.com/godbus/dbus/v5/prop"
+	"github.com/seed-kubelet/kubelet/test/systemdstandin"
 	"golang.org/x/sys/unix"
 )
 
-// busConfig is a private system bus open to every local user (the test
-// runs as root; the kubelet and the stand-in connect to it).
-const busConfig = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=%s</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <allow own="*"/>
-    <allow send_destination="*"/>
-    <allow receive_sender="*"/>
-    <allow send_type="signal"/>
-  </policy>
-</busconfig>
-`
-
 // PrivateSystemBus starts Debian's dbus-daemon as a system bus of its own
-// on a socket in a temporary directory and returns its address, for
+// (systemdstandin.StartBus) and returns its address, for
 // DBUS_SYSTEM_BUS_ADDRESS. It stops with the test.
 func PrivateSystemBus(t testing.TB) string {
 	t.Helper()
@@ -45,30 +25,16 @@ func PrivateSystemBus(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(dir, "system_bus_socket")
-	cfg := filepath.Join(dir, "system.conf")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(busConfig, sock)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("dbus-daemon", "--config-file="+cfg, "--nofork", "--nopidfile", "--print-address")
-	out, err := cmd.StdoutPipe()
+	bus, err := systemdstandin.StartBus(dir)
 	if err != nil {
+		os.RemoveAll(dir)
 		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start dbus-daemon (Debian package dbus): %v", err)
 	}
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
+		bus.Close()
 		os.RemoveAll(dir)
 	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("dbus-daemon printed no address: %v", err)
-	}
-	return strings.TrimSpace(line)
+	return bus.Address
 }
 
 // Logind is a minimal stand-in for systemd-logind on a private bus (the
