@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 // netDeviceFull is one interface of /proc/<pid>/net/dev with the counters
@@ -94,46 +96,25 @@ type rootFilesystem struct {
 }
 
 // blockMounts lists, from mountinfo, one mount per block device (sources
-// under /dev/), the first mount of each.
-func blockMounts(mountinfo []byte) []rootFilesystem {
+// under /dev/), the first mount of each. A table it cannot parse yields
+// none.
+func blockMounts(table []byte) []rootFilesystem {
+	infos, err := mountinfo.GetMountsFromReader(bytes.NewReader(table), func(m *mountinfo.Info) (skip, stop bool) {
+		return !strings.HasPrefix(m.Source, "/dev/"), false
+	})
+	if err != nil {
+		return nil
+	}
 	var out []rootFilesystem
 	seen := map[string]bool{}
-	for _, line := range bytes.Split(mountinfo, []byte{'\n'}) {
-		pre, post, ok := bytes.Cut(line, []byte(" - "))
-		if !ok {
+	for _, m := range infos {
+		if seen[m.Source] {
 			continue
 		}
-		f, g := bytes.Fields(pre), bytes.Fields(post)
-		if len(f) < 5 || len(g) < 2 {
-			continue
-		}
-		src := string(g[1])
-		if !strings.HasPrefix(src, "/dev/") || seen[src] {
-			continue
-		}
-		seen[src] = true
-		out = append(out, rootFilesystem{Device: src, MajorMinor: string(f[2]), Mountpoint: unescapeMount(string(f[4]))})
+		seen[m.Source] = true
+		out = append(out, rootFilesystem{Device: m.Source, MajorMinor: strconv.Itoa(m.Major) + ":" + strconv.Itoa(m.Minor), Mountpoint: m.Mountpoint})
 	}
 	return out
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // readRootFilesystems sizes the machine's block-device filesystems and
