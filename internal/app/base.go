@@ -63,10 +63,14 @@ func connect(ctx context.Context, o *options.Options, host hostInfo) (*base, err
 	klog.InfoS("Container runtime initialized", "containerRuntime", version.RuntimeName, "version", version.RuntimeVersion, "apiVersion", version.RuntimeApiVersion)
 	var api *clients
 	var identity *certificate.Client
-	ring := events.NewRing(events.RingConfig{NodeName: host.nodeName, Clock: clk, Scheme: kubeclient.Scheme})
-	var recorder events.AnnotatedRecorder = ring
-	if o.Flags.KubeConfig != "" {
-		ring = nil
+	var ring *events.Ring
+	var recorder events.AnnotatedRecorder
+	if o.Flags.KubeConfig == "" {
+		// Standalone: the events go where the API server would keep them,
+		// for the local API.
+		ring = events.NewRing(events.RingConfig{Clock: clk})
+		recorder = eventRecorder(ctx, ring, host.nodeName, clk)
+	} else {
 		if identity, err = startClientCertificate(ctx, o.Flags, cfg, host.nodeName, clk); err != nil {
 			client.Close()
 			return nil, err
@@ -75,7 +79,7 @@ func connect(ctx context.Context, o *options.Options, host hostInfo) (*base, err
 			client.Close()
 			return nil, err
 		}
-		recorder = eventRecorder(ctx, api.events, host.nodeName, clk)
+		recorder = eventRecorder(ctx, kubeclient.EventSink{Core: api.events.CoreV1()}, host.nodeName, clk)
 	}
 	return &base{cfg: cfg, flags: o.Flags, host: host, clock: clk, metrics: m, cri: client, version: version,
 		api: api, identity: identity, recorder: recorder, events: ring}, nil

@@ -62,11 +62,11 @@ func newClients(creds *rest.Config, cfg *kubeletconfig.KubeletConfiguration) (*c
 
 var _ events.Sink = kubeclient.EventSink{}
 
-// eventRecorder sends events to the API through our broadcaster until ctx
-// ends.
-func eventRecorder(ctx context.Context, client kubeclient.Interface, nodeName string, clk clock.Clock) events.AnnotatedRecorder {
+// eventRecorder sends events to sink (the API server, or the standalone
+// node's Ring) through our broadcaster until ctx ends.
+func eventRecorder(ctx context.Context, sink events.Sink, nodeName string, clk clock.Clock) events.AnnotatedRecorder {
 	b := events.NewBroadcaster(events.BroadcasterConfig{
-		Sink:   kubeclient.EventSink{Core: client.CoreV1()},
+		Sink:   sink,
 		Scheme: kubeclient.Scheme,
 		Clock:  clk,
 		Source: v1.EventSource{Component: "kubelet", Host: nodeName},

@@ -1,18 +1,18 @@
 package events
 
 import (
-	"fmt"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/reference"
-	"k8s.io/klog/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
+
+	"github.com/seed-kubelet/kubelet/internal/kubeclient/smp"
 )
 
 // Ring limits: the newest DefaultRingSize events are kept, none older
@@ -24,40 +24,30 @@ const (
 
 // RingConfig configures a Ring.
 type RingConfig struct {
-	// NodeName is the events' source host (the reporting instance).
-	NodeName string
 	// Size bounds the events kept; 0 means DefaultRingSize.
 	Size int
 	// TTL drops events last seen longer ago; 0 means DefaultRingTTL.
 	TTL time.Duration
-	// Clock stamps the events; nil means the real clock.
+	// Clock ages the events for TTL; nil means the real clock.
 	Clock clock.Clock
-	// Scheme finds an object's kind for its reference (as the
-	// Broadcaster's); required.
-	Scheme *runtime.Scheme
 }
 
-// Ring is the standalone node's recorder: it logs each event as
-// LogRecorder does and keeps the recent ones as the API server would
-// store them (upstream's recorder's names, references, source and
-// timestamps; an event repeating an earlier one, same object, type, reason
-// and message, raises its count and lastTimestamp, as upstream's
-// correlator does). Safe for concurrent use.
+// Ring is the standalone node's event store: the Sink a Broadcaster
+// writes to in place of the API server. It keeps what the Broadcaster
+// creates and patches (so events are named, correlated, spam-filtered and
+// counted exactly as in cluster mode), as the API server would store them,
+// bounded in number and age. Safe for concurrent use.
 type Ring struct {
-	cfg    RingConfig
-	source v1.EventSource
+	cfg RingConfig
 
 	mu     sync.Mutex
-	events []*v1.Event // oldest first
-	// base is each kept event's message without a progress note: a
-	// progress update is one more occurrence of the event it annotates.
-	base map[*v1.Event]string
-	seq  uint64
+	events []*v1.Event // oldest write first
+	seq    uint64
 	// changed is poked (never blocking) after every change.
 	changed chan struct{}
 }
 
-var _ AnnotatedRecorder = (*Ring)(nil)
+var _ Sink = (*Ring)(nil)
 
 // NewRing returns an empty Ring.
 func NewRing(cfg RingConfig) *Ring {
@@ -70,95 +60,86 @@ func NewRing(cfg RingConfig) *Ring {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Ring{cfg: cfg, source: v1.EventSource{Component: "kubelet", Host: cfg.NodeName}, changed: make(chan struct{}, 1),
-		base: map[*v1.Event]string{}}
+	return &Ring{cfg: cfg, changed: make(chan struct{}, 1)}
 }
 
-// Eventf logs the event and keeps it.
-func (r *Ring) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
-	LogRecorder{}.Eventf(obj, eventtype, reason, messageFmt, args...)
-	ref, ok := r.reference(obj)
-	if !ok {
-		return
-	}
-	msg := fmt.Sprintf(messageFmt, args...)
-	r.record(ref, eventtype, reason, msg, msg)
-}
+var eventsResource = schema.GroupResource{Resource: "events"}
 
-// AnnotatedEventf logs the event as LogRecorder does and keeps it as the
-// API server would store it: a progress note (ProgressAnnotation) after the
-// message, counted as one more occurrence of the event it annotates.
-func (r *Ring) AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
-	LogRecorder{}.AnnotatedEventf(obj, annotations, eventtype, reason, messageFmt, args...)
-	ref, ok := r.reference(obj)
-	if !ok {
-		return
+// Create keeps e, as the API server's create would: serialised (times to
+// the second), AlreadyExists for a name taken in its namespace.
+func (r *Ring) Create(e *v1.Event) (*v1.Event, error) {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	msg := fmt.Sprintf(messageFmt, args...)
-	shown := msg
-	if note := annotations[ProgressAnnotation]; note != "" {
-		shown = progressMessage(msg, note)
+	stored := &v1.Event{}
+	if err := json.Unmarshal(data, stored); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	r.record(ref, eventtype, reason, msg, shown)
-}
-
-// record keeps one occurrence of the event whose message is message,
-// showing shown (message with a progress note, or message itself).
-func (r *Ring) record(ref v1.ObjectReference, eventtype, reason, message, shown string) {
-	now := r.cfg.Clock.Now()
-	t := metav1.NewTime(now)
 	r.mu.Lock()
-	r.seq++
-	rv := strconv.FormatUint(r.seq, 10)
-	i := slices.IndexFunc(r.events, func(e *v1.Event) bool {
-		return e.InvolvedObject == ref && e.Type == eventtype && e.Reason == reason && r.base[e] == message
-	})
-	var ev *v1.Event
-	if i >= 0 {
-		ev = r.events[i]
-		r.events = slices.Delete(r.events, i, i+1)
-		ev.Count++
-		ev.LastTimestamp = t
-		ev.Message = shown
-	} else {
-		namespace := ref.Namespace
-		if namespace == "" {
-			namespace = metav1.NamespaceDefault
-		}
-		ev = &v1.Event{
-			ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%v.%x", ref.Name, now.UnixNano()), Namespace: namespace, CreationTimestamp: t},
-			InvolvedObject:      ref,
-			Reason:              reason,
-			Message:             shown,
-			FirstTimestamp:      t,
-			LastTimestamp:       t,
-			Count:               1,
-			Type:                eventtype,
-			Source:              r.source,
-			ReportingController: r.source.Component,
-			ReportingInstance:   r.source.Host,
-		}
+	defer r.mu.Unlock()
+	if r.find(e.Namespace, e.Name) >= 0 {
+		return nil, apierrors.NewAlreadyExists(eventsResource, e.Name)
 	}
-	ev.ResourceVersion = rv
-	r.events = append(r.events, ev)
-	r.base[ev] = message
-	// Drop what is too old or too much, oldest first.
+	stored.CreationTimestamp = stored.FirstTimestamp
+	if stored.CreationTimestamp.IsZero() {
+		stored.CreationTimestamp.Time = r.cfg.Clock.Now()
+	}
+	r.keep(stored)
+	return stored.DeepCopy(), nil
+}
+
+// Patch applies the Broadcaster's strategic merge patch (a repeat's count,
+// lastTimestamp and message) to the event e names; NotFound when it is no
+// longer kept, which makes the Broadcaster create it again.
+func (r *Ring) Patch(e *v1.Event, data []byte) (*v1.Event, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.find(e.Namespace, e.Name)
+	if i < 0 {
+		return nil, apierrors.NewNotFound(eventsResource, e.Name)
+	}
+	current, err := json.Marshal(r.events[i])
+	if err != nil {
+		return nil, err
+	}
+	patched, err := smp.StrategicMergePatch(current, data, &v1.Event{})
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	stored := &v1.Event{}
+	if err := json.Unmarshal(patched, stored); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	r.events = slices.Delete(r.events, i, i+1)
+	r.keep(stored)
+	return stored.DeepCopy(), nil
+}
+
+// find is the index of the kept event namespace/name, or -1. r.mu is held.
+func (r *Ring) find(namespace, name string) int {
+	return slices.IndexFunc(r.events, func(e *v1.Event) bool { return e.Namespace == namespace && e.Name == name })
+}
+
+// keep appends e with the next resource version, drops what is too old or
+// too much (oldest first) and pokes Changed. r.mu is held.
+func (r *Ring) keep(e *v1.Event) {
+	r.seq++
+	e.ResourceVersion = strconv.FormatUint(r.seq, 10)
+	r.events = append(r.events, e)
+	now := r.cfg.Clock.Now()
 	drop := 0
 	for drop < len(r.events) && (len(r.events)-drop > r.cfg.Size || now.Sub(r.events[drop].LastTimestamp.Time) > r.cfg.TTL) {
 		drop++
 	}
-	for _, e := range r.events[:drop] {
-		delete(r.base, e)
-	}
 	r.events = slices.Delete(r.events, 0, drop)
-	r.mu.Unlock()
 	select {
 	case r.changed <- struct{}{}:
 	default:
 	}
 }
 
-// List returns copies of the events kept, oldest (by lastTimestamp) first.
+// List returns copies of the events kept, the least recently written first.
 func (r *Ring) List() []v1.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -171,14 +152,3 @@ func (r *Ring) List() []v1.Event {
 
 // Changed is poked after every change (one pending poke at most).
 func (r *Ring) Changed() <-chan struct{} { return r.changed }
-
-// reference is the object reference upstream's recorder makes for obj
-// (client-go's reference.GetReference, as the Broadcaster's).
-func (r *Ring) reference(obj runtime.Object) (v1.ObjectReference, bool) {
-	ref, err := reference.GetReference(r.cfg.Scheme, obj)
-	if err != nil {
-		klog.ErrorS(err, "Could not construct reference, will not keep event", "object", obj)
-		return v1.ObjectReference{}, false
-	}
-	return *ref, true
-}
