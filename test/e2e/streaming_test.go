@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/seed-kubelet/kubelet/test/e2e/framework"
+	ifw "github.com/seed-kubelet/kubelet/test/integration/framework"
 )
 
 // kubectl runs kubectl with the admin kubeconfig and returns its output.
@@ -130,7 +130,7 @@ attachLoop:
 	}
 
 	// port-forward carries an HTTP request to the pod.
-	port := freePort(t)
+	port := ifw.FreePort(t)
 	pf := exec.Command(filepath.Join(framework.BinDir(), "kubectl"), "--kubeconfig", framework.AdminKubeconfig(), "-n", ns, "port-forward", "pod/web", fmt.Sprintf("%d:8080", port))
 	if err := pf.Start(); err != nil {
 		t.Fatal(err)
@@ -150,15 +150,6 @@ attachLoop:
 	if strings.TrimSpace(body) != "port-forwarded" {
 		t.Fatalf("port-forward served %q", body)
 	}
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func TestStatsSummaryAndStreamLeaks(t *testing.T) {

@@ -88,15 +88,32 @@ func BuildBinary(t testing.TB, pkg string) string {
 	return bin
 }
 
-// FreePort returns a free TCP port on loopback.
+// handedOut are the ports FreePort returned in this process: the kernel
+// may hand a port just closed out again, and a kubelet given the same port
+// for two servers fails to start ("address already in use").
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// FreePort returns a free TCP port on loopback, never one it returned
+// before in this process.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // Kubelet is one kubelet process under test, with its own root directory,
