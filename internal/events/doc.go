@@ -1,7 +1,7 @@
 // Package events owns the kubelet's event reasons, the small Recorder
 // interface components emit them through, and the recorders: LogRecorder,
-// and Ring for standalone mode (the API server's event shape, for the
-// local API), and Broadcaster, which writes them to the API server with
+// and Broadcaster, which writes them to a Sink (the API server, or in
+// standalone mode the Ring, an in-memory event store for the local API) with
 // upstream's (client-go tools/record) correlation: spam filter,
 // aggregation, de-duplication by patch, retries that never block the
 // caller. We keep our own to keep client-go's record package, and the
