@@ -43,6 +43,7 @@ func TestPodChurn(t *testing.T) {
 		t.Fatalf("after the warm-up: %v", err)
 	}
 	rss0 := n.rssKiB(t)
+	n.saveHeapProfile(t, "after-warmup")
 	start := time.Now()
 	c.run(warmup, cycles)
 	elapsed := time.Since(start)
@@ -51,6 +52,7 @@ func TestPodChurn(t *testing.T) {
 		t.Logf("not settled: %v", err)
 	}
 	rss1 := n.rssKiB(t)
+	n.saveHeapProfile(t, "after-cycles")
 	leaks := c.leaks()
 	figure(t, "cycles", float64(cycles), "", "")
 	figure(t, "cycles_per_minute", float64(cycles)/elapsed.Minutes(), "", "")

@@ -212,6 +212,31 @@ func keepLog(t *testing.T, path string) {
 	}
 }
 
+// saveHeapProfile keeps the kubelet's heap profile (after a GC) as
+// $RELIABILITY_OUT/profiles/TEST-KUBELET-name.pb.gz, for `go tool pprof
+// -base` between two of them when memory grows.
+func (n *node) saveHeapProfile(t *testing.T, name string) {
+	dir := os.Getenv(envOut)
+	if dir == "" {
+		return
+	}
+	resp, err := n.admin.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/heap?gc=1", n.Port))
+	if err != nil {
+		t.Logf("heap profile %s: %v", name, err)
+		return
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Logf("heap profile %s: %v %s", name, err, resp.Status)
+		return
+	}
+	file := strings.ReplaceAll(t.Name(), "/", "_") + "-" + kubeletName() + "-" + name + ".pb.gz"
+	if err := os.MkdirAll(filepath.Join(dir, "profiles"), 0o755); err == nil {
+		os.WriteFile(filepath.Join(dir, "profiles", file), data, 0o644)
+	}
+}
+
 func (n *node) waitReady(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	ifw.Eventually(t, timeout, 200*time.Millisecond, "node "+n.NodeName+" Ready", func() (bool, error) {
