@@ -40,6 +40,8 @@
 #                      of the working tree, e.g. HEAD while others edit
 #   BENCH_BATCHES      --cluster: batch sizes (1,30,100,250)
 #   BENCH_IDLE         --cluster: idle window with each batch running (30s)
+#   BENCH_BATCH_TIMEOUT --cluster: how long a batch may take to be Ready,
+#                      and its namespace to go (10m)
 #   BENCH_CP           --cluster: name of the control plane (bench-cl)
 #   BENCH_CONTAINERD_NAME
 #                      --cluster: name of the private containerd (bench-cl)
@@ -215,7 +217,7 @@ if [[ $MODE == cluster ]]; then
     -phases "${BENCH_PHASES:-rawcluster,cluster}" \
     -apiserver "https://127.0.0.1:${apiserver_port}" -pki-dir "$PKI_DIR" \
     -node-kubeconfig "$node_kubeconfig" -node-name "$node" -node-ip "$node_ip" -audit-log "$audit_log" \
-    -batches "${BENCH_BATCHES:-1,30,100,250}" -cluster-idle "${BENCH_IDLE:-30s}" \
+    -batches "${BENCH_BATCHES:-1,30,100,250}" -cluster-idle "${BENCH_IDLE:-30s}" -batch-timeout "${BENCH_BATCH_TIMEOUT:-10m}" \
     -work "${OUT}/work" -md "${OUT}/cluster.md" -json "${OUT}/cluster.json"
   log "results: ${OUT}/cluster.md, ${OUT}/cluster.json"
   exit 0

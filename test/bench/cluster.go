@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 )
 
 // clusterOptions name the control plane and node of the cluster phase
@@ -48,6 +49,7 @@ type clusterOptions struct {
 	batches        []int
 	inflight       int
 	idle           time.Duration
+	timeout        time.Duration // for a batch to be Ready, and for its namespace to go
 }
 
 // clusterBatch is one batch of pods on one kubelet (or raw CRI).
@@ -379,10 +381,19 @@ func runKubeletBatch(k *kubelet, api kubernetes.Interface, co clusterOptions, n 
 	}
 	health := watchHealth(k, api, co.nodeName)
 	defer health.finish(b)
+	deleted := false
+	defer func() {
+		if !deleted {
+			// A failed batch: its pods go at once (grace 0, no kubelet
+			// confirmation needed), or the next kubelet to join as the node
+			// would be handed them.
+			forceDeleteNamespace(api, ns)
+		}
+	}()
 	relist0 := readRelist(k, co)
 
 	// The watch runs before the first create, so no Ready is missed.
-	rctx, rcancel := context.WithTimeout(ctx, 10*time.Minute)
+	rctx, rcancel := context.WithTimeout(ctx, co.timeout)
 	defer rcancel()
 	w, err := api.CoreV1().Pods(ns).Watch(rctx, metav1.ListOptions{})
 	if err != nil {
@@ -429,7 +440,7 @@ func runKubeletBatch(k *kubelet, api kubernetes.Interface, co clusterOptions, n 
 			createErr = nil
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				return b, fmt.Errorf("%d of %d pods Ready when the watch ended (10 minutes)", len(readyAt), n)
+				return b, fmt.Errorf("%d of %d pods Ready when the watch ended (after %v)", len(readyAt), n, co.timeout)
 			}
 			if ev.Type == watch.Error {
 				return b, fmt.Errorf("watch: %v", ev.Object)
@@ -478,7 +489,7 @@ func runKubeletBatch(k *kubelet, api kubernetes.Interface, co clusterOptions, n 
 	if err := api.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		return b, err
 	}
-	dctx, dcancel := context.WithTimeout(ctx, 10*time.Minute)
+	dctx, dcancel := context.WithTimeout(ctx, co.timeout)
 	defer dcancel()
 	goneAt, err := pollUntil(dctx, 100*time.Millisecond, func() bool {
 		if b.PodsGone == 0 {
@@ -491,9 +502,10 @@ func runKubeletBatch(k *kubelet, api kubernetes.Interface, co clusterOptions, n 
 	})
 	if err != nil {
 		left, _ := api.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		return b, fmt.Errorf("namespace %s not gone within 10 minutes (%d pods left)", ns, len(left.Items))
+		return b, fmt.Errorf("namespace %s not gone within %v (%d pods left)", ns, co.timeout, len(left.Items))
 	}
 	b.Deleted = goneAt.Sub(t1)
+	deleted = true
 	s3, err := k.sample()
 	if err != nil {
 		return b, err
@@ -511,6 +523,19 @@ func runKubeletBatch(k *kubelet, api kubernetes.Interface, co clusterOptions, n 
 	// Settle before the next batch.
 	time.Sleep(3 * time.Second)
 	return b, nil
+}
+
+// forceDeleteNamespace deletes the namespace's pods with grace 0 and the
+// namespace, without waiting.
+func forceDeleteNamespace(api kubernetes.Interface, ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := api.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}, metav1.ListOptions{}); err != nil {
+		log.Printf("force-delete the pods of %s: %v", ns, err)
+	}
+	if err := api.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		log.Printf("delete namespace %s: %v", ns, err)
+	}
 }
 
 func podReady(p *v1.Pod) bool {

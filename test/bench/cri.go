@@ -156,7 +156,12 @@ func (c *cri) removePodsWithSuffix(suffix string) (n, ready int, err error) {
 		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
 			ready++
 		}
-		if err := c.removeSandbox(ctx, sb.Id); err != nil {
+		// A call timeout per sandbox: with hundreds on a loaded runtime one
+		// for all of them runs out.
+		sctx, scancel := callCtx()
+		err := c.removeSandbox(sctx, sb.Id)
+		scancel()
+		if err != nil {
 			return n, ready, err
 		}
 		n++

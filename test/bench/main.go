@@ -183,6 +183,7 @@ func main() {
 	flag.StringVar(&batches, "batches", "1,30,100,250", "cluster phase: batch sizes")
 	flag.IntVar(&o.cluster.inflight, "inflight", 10, "cluster phase: creates (raw CRI: pod starts) in flight")
 	flag.DurationVar(&o.cluster.idle, "cluster-idle", 30*time.Second, "cluster phase: idle window with each batch running")
+	flag.DurationVar(&o.cluster.timeout, "batch-timeout", 10*time.Minute, "cluster phase: how long a batch may take to be Ready, and its namespace to go")
 	flag.BoolVar(&o.cleanupOnly, "cleanup-only", false, "only remove pods the benchmark left on the endpoint (every pod with -private-runtime)")
 	flag.Parse()
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
