@@ -12,6 +12,18 @@
 # because each kubelet stops every pod on its runtime that it does not know:
 # on the shared containerd it would kill the pods of tests running beside it.
 #
+# With --cluster it runs the cluster-mode benchmark instead (the rawcluster
+# and cluster phases, test/bench/cluster.go): raw CRI does batches of pods
+# straight on the runtime as the floor, then each kubelet in turn joins a
+# control plane of the benchmark's own (SEED_CP=BENCH_CP on free ports, with
+# an audit log of the nodes' requests; stopped and deleted afterwards) as the
+# same node, on a containerd of its own (hack/private-containerd.sh
+# BENCH_CONTAINERD_NAME; PRIVATE_CONTAINERD_VERSION=2 for containerd 2.x);
+# batches of pause pods are created through the API server, observed Ready
+# by a watch, left idle, and deleted with their namespace. Results in
+# _output/bench/cluster.md and cluster.json; about 10 minutes per kubelet
+# for batches of 1, 30, 100 and 250 on this machine.
+#
 # Environment:
 #   UPSTREAM_KUBELET   upstream binary (default _output/bin/kubelet-upstream;
 #                      skipped with a note when missing)
@@ -26,6 +38,13 @@
 #                      (only when nothing else runs pods on it)
 #   BENCH_REV          build our kubelet from this commit (git archive) instead
 #                      of the working tree, e.g. HEAD while others edit
+#   BENCH_BATCHES      --cluster: batch sizes (1,30,100,250)
+#   BENCH_IDLE         --cluster: idle window with each batch running (30s)
+#   BENCH_BATCH_TIMEOUT --cluster: how long a batch may take to be Ready,
+#                      and its namespace to go (10m)
+#   BENCH_CP           --cluster: name of the control plane (bench-cl)
+#   BENCH_CONTAINERD_NAME
+#                      --cluster: name of the private containerd (bench-cl)
 #   BENCH_OUT          output directory (_output/bench); results.md and
 #                      results.json land there, kubelet logs under work/
 set -euo pipefail
@@ -33,6 +52,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 cd "$REPO_ROOT"
 
 [[ $(id -u) == 0 ]] || die "run as root"
+MODE=standalone
+case ${1:-} in
+"") ;;
+--cluster) MODE=cluster ;;
+*) die "usage: $0 [--cluster]" ;;
+esac
 
 OUT=${BENCH_OUT:-${OUT_DIR}/bench}
 UPSTREAM=${UPSTREAM_KUBELET:-${BIN_DIR}/kubelet-upstream}
@@ -135,10 +160,19 @@ restore_sysctls() {
 
 endpoint=${BENCH_ENDPOINT:-}
 private_args=()
+cp_env=()
 cleanup() {
   local rc=$?
   restore_sysctls
-  if [[ -z ${BENCH_ENDPOINT:-} ]] && bench_containerd_answers; then
+  if [[ $MODE == cluster ]]; then
+    if [[ -n ${endpoint:-} ]]; then
+      "${OUT}/bench" -cleanup-only -private-runtime -endpoint "$endpoint" 2>&1 || true
+      bash hack/private-containerd.sh "$CL_CONTAINERD" stop >/dev/null 2>&1 || true
+    fi
+    if ((${#cp_env[@]})); then
+      env "${cp_env[@]}" bash hack/stop-control-plane.sh --clean >/dev/null 2>&1 || true
+    fi
+  elif [[ -z ${BENCH_ENDPOINT:-} ]] && bench_containerd_answers; then
     "${OUT}/bench" -cleanup-only -private-runtime -endpoint "unix://${BENCH_SOCK}" 2>&1 || true
     stop_daemon "$BENCH_PID" "private containerd" >/dev/null
   fi
@@ -148,6 +182,47 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 save_sysctls
+
+if [[ $MODE == cluster ]]; then
+  source "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
+  CL_CONTAINERD=${BENCH_CONTAINERD_NAME:-bench-cl}
+  cp_name=${BENCH_CP:-bench-cl}
+  apiserver_port=$(free_port)
+  cp_env=(SEED_CP="$cp_name" APISERVER_PORT="$apiserver_port" ETCD_CLIENT_PORT="$(free_port)" ETCD_PEER_PORT="$(free_port)"
+    CONTROLLER_MANAGER_PORT="$(free_port)" SCHEDULER_PORT="$(free_port)")
+  # One audit event per request of a node (apiserver_request_total has no
+  # user label), so each kubelet's API traffic is counted by the API server.
+  audit_log=${OUT}/audit.log
+  rm -f "$audit_log"
+  printf '%s\n' 'apiVersion: audit.k8s.io/v1' 'kind: Policy' 'omitStages: [RequestReceived]' 'rules:' \
+    '- level: Metadata' '  userGroups: ["system:nodes"]' '- level: None' >"${OUT}/audit-policy.yaml"
+  log "control plane ${cp_name} on https://127.0.0.1:${apiserver_port} (audit log ${audit_log}, log ${OUT}/control-plane.log)"
+  env "${cp_env[@]}" APISERVER_EXTRA_ARGS="--audit-policy-file=${OUT}/audit-policy.yaml --audit-log-path=${audit_log} --audit-log-format=json --audit-log-mode=blocking" \
+    bash hack/start-control-plane.sh >"${OUT}/control-plane.log" 2>&1 || {
+    tail -n 20 "${OUT}/control-plane.log" >&2
+    die "the benchmark's control plane did not start"
+  }
+  node=bench-node
+  node_kubeconfig=$(env "${cp_env[@]}" bash hack/make-node-credentials.sh "$node" | sed -n 's/^KUBECONFIG=//p')
+  [[ -n $node_kubeconfig ]] || die "no node credentials for ${node}"
+  # The CNI bridge's address: upstream refuses a loopback node IP.
+  node_ip=$(ip -4 -o addr show dev cni0 | awk '{ split($4, a, "/"); print a[1]; exit }')
+  [[ -n $node_ip ]] || die "no IPv4 address on cni0 (run hack/setup-node.sh)"
+  endpoint=$(bash hack/private-containerd.sh "$CL_CONTAINERD")
+  log "private containerd ${CL_CONTAINERD} (version ${PRIVATE_CONTAINERD_VERSION:-1}) at ${endpoint}"
+  log "running the cluster-mode benchmark (kubelet logs under ${OUT}/work)"
+  "${OUT}/bench" \
+    "${ours_args[@]}" "${upstream_args[@]}" \
+    -endpoint "$endpoint" -private-runtime \
+    -phases "${BENCH_PHASES:-rawcluster,cluster}" \
+    -apiserver "https://127.0.0.1:${apiserver_port}" -pki-dir "$PKI_DIR" \
+    -node-kubeconfig "$node_kubeconfig" -node-name "$node" -node-ip "$node_ip" -audit-log "$audit_log" \
+    -batches "${BENCH_BATCHES:-1,30,100,250}" -cluster-idle "${BENCH_IDLE:-30s}" -batch-timeout "${BENCH_BATCH_TIMEOUT:-10m}" \
+    -work "${OUT}/work" -md "${OUT}/cluster.md" -json "${OUT}/cluster.json"
+  log "results: ${OUT}/cluster.md, ${OUT}/cluster.json"
+  exit 0
+fi
+
 if [[ -z $endpoint ]]; then
   start_bench_containerd
   endpoint=unix://${BENCH_SOCK}

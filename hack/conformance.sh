@@ -296,16 +296,6 @@ stop_webhook() {
 
 # ---------------------------------------------------------------- kubelets
 
-free_port() {
-  local p
-  for p in $(shuf -i 20000-32000 -n 100); do
-    if ! ss -Htln "sport = :${p}" | grep -q .; then
-      echo "$p"
-      return
-    fi
-  done
-  die "no free port"
-}
 write_config() {
   local dir=$1 ep=$2 port=$3 healthz=$4
   # shellcheck disable=SC2154 # set by eval of make-node-credentials.sh

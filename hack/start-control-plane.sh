@@ -23,7 +23,8 @@
 # Environment: ETCD_UNSAFE_NO_FSYNC=1 runs etcd without fsync (faster writes
 # on slow disks; the data does not survive a machine crash). SEED_CP=NAME
 # and the *_PORT variables start a separate control plane instead (see
-# hack/lib/cluster.sh).
+# hack/lib/cluster.sh). APISERVER_EXTRA_ARGS adds kube-apiserver flags (split
+# at blanks), e.g. an audit log for hack/bench.sh --cluster.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
@@ -264,6 +265,10 @@ commands() {
     --proxy-client-key-file="${PKI_DIR}/front-proxy-client.key"
     --v=1
   )
+  # APISERVER_EXTRA_ARGS: more flags, split at blanks (e.g. an audit log for
+  # a control plane of a benchmark's own).
+  # shellcheck disable=SC2206
+  [[ -n ${APISERVER_EXTRA_ARGS:-} ]] && APISERVER_CMD+=(${APISERVER_EXTRA_ARGS})
   local cm_kc=${KUBECONFIG_DIR}/controller-manager.kubeconfig sched_kc=${KUBECONFIG_DIR}/scheduler.kubeconfig
   CM_CMD=(
     "${BIN_DIR}/kube-controller-manager"

@@ -26,6 +26,18 @@ die() { echo "$(basename "$0"): error: $*" >&2; exit 1; }
 # now_ms prints milliseconds since the epoch (for timings).
 now_ms() { date +%s%3N; }
 
+# free_port: a TCP port nothing listens on now, from 20000-32000.
+free_port() {
+  local p
+  for p in $(shuf -i 20000-32000 -n 100); do
+    if ! ss -Htln "sport = :${p}" | grep -q .; then
+      echo "$p"
+      return
+    fi
+  done
+  die "no free port"
+}
+
 # wait_until SECONDS DESCRIPTION CMD...: runs CMD every 0.1s until it succeeds
 # or SECONDS pass.
 wait_until() {

@@ -156,27 +156,41 @@ func (c *cri) removePodsWithSuffix(suffix string) (n, ready int, err error) {
 		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
 			ready++
 		}
-		cs, err := c.rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: sb.Id}})
+		// A call timeout per sandbox: with hundreds on a loaded runtime one
+		// for all of them runs out.
+		sctx, scancel := callCtx()
+		err := c.removeSandbox(sctx, sb.Id)
+		scancel()
 		if err != nil {
 			return n, ready, err
-		}
-		for _, ct := range cs.Containers {
-			if _, err := c.rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: ct.Id}); err != nil && !isNotFound(err) {
-				return n, ready, fmt.Errorf("StopContainer %s: %w", ct.Id, err)
-			}
-			if _, err := c.rs.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: ct.Id}); err != nil && !isNotFound(err) {
-				return n, ready, fmt.Errorf("RemoveContainer %s: %w", ct.Id, err)
-			}
-		}
-		if _, err := c.rs.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil && !isNotFound(err) {
-			return n, ready, fmt.Errorf("StopPodSandbox %s: %w", sb.Id, err)
-		}
-		if _, err := c.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil && !isNotFound(err) {
-			return n, ready, fmt.Errorf("RemovePodSandbox %s: %w", sb.Id, err)
 		}
 		n++
 	}
 	return n, ready, nil
+}
+
+// removeSandbox stops and removes the sandbox's containers, then the
+// sandbox.
+func (c *cri) removeSandbox(ctx context.Context, id string) error {
+	cs, err := c.rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: id}})
+	if err != nil {
+		return err
+	}
+	for _, ct := range cs.Containers {
+		if _, err := c.rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: ct.Id}); err != nil && !isNotFound(err) {
+			return fmt.Errorf("StopContainer %s: %w", ct.Id, err)
+		}
+		if _, err := c.rs.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: ct.Id}); err != nil && !isNotFound(err) {
+			return fmt.Errorf("RemoveContainer %s: %w", ct.Id, err)
+		}
+	}
+	if _, err := c.rs.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil && !isNotFound(err) {
+		return fmt.Errorf("StopPodSandbox %s: %w", id, err)
+	}
+	if _, err := c.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil && !isNotFound(err) {
+		return fmt.Errorf("RemovePodSandbox %s: %w", id, err)
+	}
+	return nil
 }
 
 func randHex(n int) string {
@@ -195,10 +209,18 @@ type rawRun struct {
 	Seen time.Duration
 }
 
-// rawStart starts the benchmark's busybox pod directly through the CRI, with
-// the configuration a kubelet sends for it (namespaces, labels, log paths),
-// and returns the timings and the sandbox id.
-func (c *cri) rawStart(name, node, logRoot, image string) (rawRun, string, error) {
+// rawPod is one pod rawStart sends straight to the runtime.
+type rawPod struct {
+	Name, Node, LogRoot, Image string
+	Command                    []string // the container's command; nil runs the image's own
+	Poll                       bool     // time when ListContainers first shows it RUNNING (polled every 10 ms)
+}
+
+// rawStart starts a pod (sandbox and one container) directly through the
+// CRI, with the configuration a kubelet sends for it (namespaces, labels,
+// log paths), and returns the timings and the sandbox id.
+func (c *cri) rawStart(p rawPod) (rawRun, string, error) {
+	name, node, logRoot, image := p.Name, p.Node, p.LogRoot, p.Image
 	var r rawRun
 	podName := name + "-" + node
 	uid := "bench-raw-" + randHex(8)
@@ -229,6 +251,10 @@ func (c *cri) rawStart(name, node, logRoot, image string) (rawRun, string, error
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	defer stopPoll()
 	go func() {
+		if !p.Poll {
+			close(seen)
+			return
+		}
 		at, err := pollUntil(pollCtx, 10*time.Millisecond, func() bool {
 			cs, err := c.runningContainers(pollCtx, podName)
 			return err == nil && len(cs) > 0
@@ -252,7 +278,7 @@ func (c *cri) rawStart(name, node, logRoot, image string) (rawRun, string, error
 		Config: &runtimeapi.ContainerConfig{
 			Metadata: &runtimeapi.ContainerMetadata{Name: "sleep"},
 			Image:    &runtimeapi.ImageSpec{Image: image},
-			Command:  []string{"sleep", "3600"},
+			Command:  p.Command,
 			LogPath:  "sleep/0.log",
 			Labels:   cLabels,
 			Linux: &runtimeapi.LinuxContainerConfig{

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -54,6 +55,7 @@ type options struct {
 	cleanupOnly                     bool
 	runtimeLog                      string
 	oursSource                      string
+	cluster                         clusterOptions
 }
 
 // startRun is one measured static pod start and stop; durations are from
@@ -141,6 +143,7 @@ type results struct {
 	Runs     int
 	Raw      *rawResult
 	Flavors  []*flavorResult
+	Cluster  []*clusterResult `json:",omitempty"`
 	Errors   []string
 }
 
@@ -164,11 +167,23 @@ func main() {
 	flag.IntVar(&o.scrapes, "scrapes", 20, "/metrics/cadvisor scrapes per round of the scrape phase")
 	flag.IntVar(&o.scrapeRounds, "scrape-rounds", 2, "rounds (an idle window, then a scraping window) of the scrape phase")
 	flag.DurationVar(&o.scrapeInterval, "scrape-interval", time.Second, "time between scrapes in the scrape phase")
-	flag.StringVar(&phases, "phases", "raw,start,mem", "phases to run (raw, start, mem, scrape)")
+	flag.StringVar(&phases, "phases", "raw,start,mem", "phases to run (raw, start, mem, scrape; cluster: the kubelets as nodes of -apiserver, rawcluster: the same batches on raw CRI)")
 	flag.StringVar(&o.jsonOut, "json", "", "write the results as JSON here")
 	flag.StringVar(&o.oursSource, "ours-source", "", "where our kubelet was built from (for the report)")
 	flag.StringVar(&o.runtimeLog, "runtime-log", "", "containerd's log (info level), to split start-up time between kubelet and runtime")
 	flag.StringVar(&o.mdOut, "md", "", "write the Markdown report here")
+	var batches string
+	flag.StringVar(&o.cluster.apiserver, "apiserver", "", "cluster phase: the control plane's apiserver URL (one of the benchmark's own)")
+	flag.StringVar(&o.cluster.pkiDir, "pki-dir", "/var/lib/seed-kubelet/pki", "cluster phase: directory of ca.crt and the admin's admin.crt, admin.key")
+	flag.StringVar(&o.cluster.nodeKubeconfig, "node-kubeconfig", "", "cluster phase: the node's kubeconfig (user system:node:NAME)")
+	flag.StringVar(&o.cluster.nodeName, "node-name", "", "cluster phase: the node name both kubelets register as")
+	flag.StringVar(&o.cluster.nodeIP, "node-ip", "", "cluster phase: the node's --node-ip (not loopback: upstream refuses it)")
+	flag.StringVar(&o.cluster.auditLog, "audit-log", "", "cluster phase: the apiserver's audit log (JSON), to count the node's requests")
+	flag.StringVar(&o.cluster.image, "cluster-image", "registry.k8s.io/pause:3.10", "cluster phase: the pods' image (must exit on SIGTERM)")
+	flag.StringVar(&batches, "batches", "1,30,100,250", "cluster phase: batch sizes")
+	flag.IntVar(&o.cluster.inflight, "inflight", 10, "cluster phase: creates (raw CRI: pod starts) in flight")
+	flag.DurationVar(&o.cluster.idle, "cluster-idle", 30*time.Second, "cluster phase: idle window with each batch running")
+	flag.DurationVar(&o.cluster.timeout, "batch-timeout", 10*time.Minute, "cluster phase: how long a batch may take to be Ready, and its namespace to go")
 	flag.BoolVar(&o.cleanupOnly, "cleanup-only", false, "only remove pods the benchmark left on the endpoint (every pod with -private-runtime)")
 	flag.Parse()
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
@@ -176,6 +191,10 @@ func main() {
 	o.phases = map[string]bool{}
 	for _, p := range strings.Split(phases, ",") {
 		o.phases[strings.TrimSpace(p)] = true
+	}
+	var err error
+	if o.cluster.batches, err = parseBatches(batches); err != nil {
+		log.Fatal(err)
 	}
 	if o.cleanupOnly {
 		c, err := dialCRI(o.endpoint)
@@ -185,7 +204,7 @@ func main() {
 		removeBenchPods(c, o.privateRuntime)
 		return
 	}
-	if o.ours == "" && o.upstream == "" && !o.phases["raw"] {
+	if o.ours == "" && o.upstream == "" && !o.phases["raw"] && !o.phases["rawcluster"] {
 		log.Fatal("nothing to do: give -ours and/or -upstream")
 	}
 	if o.workDir == "" {
@@ -199,6 +218,20 @@ func main() {
 	c, err := dialCRI(o.endpoint)
 	if err != nil {
 		log.Fatal(err)
+	}
+	var api kubernetes.Interface
+	if o.phases["cluster"] || o.phases["rawcluster"] {
+		if ok, err := c.imagePresent(o.cluster.image); err != nil || !ok {
+			log.Fatalf("image %s is not present on %s (err %v)", o.cluster.image, o.endpoint, err)
+		}
+	}
+	if o.phases["cluster"] {
+		if o.cluster.apiserver == "" || o.cluster.nodeKubeconfig == "" || o.cluster.nodeName == "" || o.cluster.nodeIP == "" {
+			log.Fatal("the cluster phase needs -apiserver, -node-kubeconfig, -node-name and -node-ip (hack/bench.sh --cluster gives them)")
+		}
+		if api, err = o.cluster.adminClient(); err != nil {
+			log.Fatal(err)
+		}
 	}
 	if ok, err := c.imagePresent(o.image); err != nil || !ok {
 		log.Fatalf("image %s is not present on %s (err %v): run hack/setup-node.sh", o.image, o.endpoint, err)
@@ -296,6 +329,23 @@ func main() {
 			flavors[i].Scrape = r
 		}
 	}
+	if o.phases["rawcluster"] {
+		r, err := runRawBatches(c, o, o.cluster)
+		if err != nil {
+			fail("raw CRI batches", err)
+		}
+		res.Cluster = append(res.Cluster, r)
+		removeBenchPods(c, o.privateRuntime)
+	}
+	if o.phases["cluster"] {
+		for _, fl := range fls {
+			r, err := runClusterPhase(c, fl, o, o.cluster, api)
+			if err != nil {
+				fail(fl.Name+" cluster", err)
+			}
+			res.Cluster = append(res.Cluster, r)
+		}
+	}
 	if o.phases["raw"] {
 		raw, err := runRaw(c, o, o.runs/2)
 		if err != nil {
@@ -313,7 +363,10 @@ func main() {
 	removeBenchPods(c, o.privateRuntime)
 	res.Machine.LoadAfter = loadavg()
 
-	md := markdown(res)
+	md := clusterMarkdown(res)
+	if o.phases["raw"] || o.phases["start"] || o.phases["mem"] || o.phases["scrape"] {
+		md = markdown(res) + md
+	}
 	fmt.Print(md)
 	if o.mdOut != "" {
 		if err := os.WriteFile(o.mdOut, []byte(md), 0o644); err != nil {
@@ -379,7 +432,7 @@ func runRaw(c *cri, o options, n int) (*rawResult, error) {
 	log.Printf("raw CRI: 1 warm-up + %d starts", n)
 	for i := 0; i <= n; i++ {
 		name := fmt.Sprintf("bench-raw-%d", i)
-		r, _, err := c.rawStart(name, node, logRoot, o.image)
+		r, _, err := c.rawStart(rawPod{Name: name, Node: node, LogRoot: logRoot, Image: o.image, Command: []string{"sleep", "3600"}, Poll: true})
 		if err == nil && i == 0 {
 			// Where the runtime's timestamps fall relative to the calls, which
 			// is how the kubelets' start-up breakdown is to be read.

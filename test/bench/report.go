@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -224,4 +225,137 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// clusterMarkdown renders the cluster phase: per batch size, one row per
+// measure, one column per kubelet (and raw CRI).
+func clusterMarkdown(res *results) string {
+	if len(res.Cluster) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	m := res.Machine
+	fmt.Fprintf(&b, "## Cluster-mode benchmark, %s\n\n", res.Date.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "- machine: %d CPUs (%s), kernel %s, cgroup %s; load average before %s, after %s\n",
+		m.CPUs, m.CPUModel, m.Kernel, m.Cgroup, m.LoadBefore, m.LoadAfter)
+	fmt.Fprintf(&b, "- runtime: %s at %s\n", m.Runtime, res.Endpoint)
+	for _, f := range res.Flavors {
+		src := ""
+		if f.Source != "" {
+			src = ", built from " + f.Source
+		}
+		fmt.Fprintf(&b, "- %s: `%s`%s\n", f.Name, f.Version, src)
+	}
+	b.WriteString("\n| Pods | Measure |")
+	for _, r := range res.Cluster {
+		fmt.Fprintf(&b, " %s |", r.Name)
+	}
+	b.WriteString("\n|---|---|")
+	for range res.Cluster {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	sizes := map[int]bool{}
+	var order []int
+	for _, r := range res.Cluster {
+		for _, bt := range r.Batches {
+			if !sizes[bt.Pods] {
+				sizes[bt.Pods] = true
+				order = append(order, bt.Pods)
+			}
+		}
+	}
+	sec := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+	for _, n := range order {
+		row := func(what string, f func(*clusterResult, *clusterBatch) string) {
+			fmt.Fprintf(&b, "| %d | %s |", n, what)
+			for _, r := range res.Cluster {
+				v := "–"
+				for _, bt := range r.Batches {
+					if bt.Pods == n {
+						v = f(r, bt)
+					}
+				}
+				fmt.Fprintf(&b, " %s |", v)
+			}
+			b.WriteString("\n")
+		}
+		kubelet := func(f func(*clusterBatch) string) func(*clusterResult, *clusterBatch) string {
+			return func(r *clusterResult, bt *clusterBatch) string {
+				if r.Name == "raw CRI" {
+					return "–"
+				}
+				return f(bt)
+			}
+		}
+		row("**batch: first create → all Ready** (raw: all started)", func(_ *clusterResult, bt *clusterBatch) string {
+			if bt.AllReady == 0 {
+				return "failed"
+			}
+			return "**" + sec(bt.AllReady) + "**"
+		})
+		row("each pod: create → Ready, median / p90", func(_ *clusterResult, bt *clusterBatch) string {
+			return fmt.Sprintf("%s / %s s", strconv.FormatFloat(bt.PodReady.Median.Seconds(), 'f', 2, 64), strconv.FormatFloat(bt.PodReady.P90.Seconds(), 'f', 2, 64))
+		})
+		row("**namespace delete → gone** (raw: all stopped and removed)", func(_ *clusterResult, bt *clusterBatch) string {
+			if bt.Deleted == 0 {
+				return "–"
+			}
+			return "**" + sec(bt.Deleted) + "**"
+		})
+		row("namespace delete → its pods gone from the API", kubelet(func(bt *clusterBatch) string {
+			if bt.PodsGone == 0 {
+				return "–"
+			}
+			return sec(bt.PodsGone)
+		}))
+		row("kubelet CPU: starting / deleting", kubelet(func(bt *clusterBatch) string {
+			return fmt.Sprintf("%s / %s", sec(bt.StartCPU), sec(bt.DeleteCPU))
+		}))
+		row("kubelet CPU idle with the pods running (of one core)", kubelet(func(bt *clusterBatch) string { return cpuPct(bt.IdleCPU, bt.Idle) }))
+		row("kubelet VmRSS / VmHWM (peak since start)", kubelet(func(bt *clusterBatch) string {
+			return fmt.Sprintf("%s / %s", mib(bt.RSSkB), mib(bt.HWMkB))
+		}))
+		row("API requests per pod: starting / deleting", kubelet(func(bt *clusterBatch) string {
+			return fmt.Sprintf("%.1f / %.1f", float64(bt.StartRequests)/float64(n), float64(bt.DeleteRequests)/float64(n))
+		}))
+		row("API requests idle: total (per pod per minute)", kubelet(func(bt *clusterBatch) string {
+			if bt.Idle == 0 {
+				return "–"
+			}
+			return fmt.Sprintf("%d (%.2f)", bt.IdleRequests, float64(bt.IdleRequests)/float64(n)/bt.Idle.Minutes())
+		}))
+		row("health: /healthz failed / polled; node not Ready; PLEG relist interval mean (largest bucket hit)", kubelet(func(bt *clusterBatch) string {
+			mb := fmt.Sprintf("≤ %gs", bt.RelistMaxBucket)
+			if bt.RelistMaxBucket < 0 {
+				mb = "above the largest bucket"
+			}
+			return fmt.Sprintf("%d / %d; %d; %.2f s (%s)", bt.HealthzFailures, bt.HealthzPolls, len(bt.NodeNotReady), bt.RelistMean, mb)
+		}))
+	}
+	for _, r := range res.Cluster {
+		if r.Name == "raw CRI" {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s log: %d errors, %d warnings", r.Name, r.Log.Errors, r.Log.Warnings)
+		for _, bt := range r.Batches {
+			for _, nr := range bt.NodeNotReady {
+				fmt.Fprintf(&b, "\n- %d pods: node not Ready at %s", bt.Pods, nr)
+			}
+			for _, e := range bt.Errors {
+				fmt.Fprintf(&b, "\n- %d pods: %s", bt.Pods, e)
+			}
+			if len(bt.IdleByVerb) > 0 {
+				fmt.Fprintf(&b, "\n- %d pods, idle requests by verb: %v", bt.Pods, bt.IdleByVerb)
+			}
+		}
+		b.WriteString("\n")
+	}
+	if len(res.Errors) > 0 {
+		b.WriteString("\nErrors:\n")
+		for _, e := range res.Errors {
+			fmt.Fprintf(&b, "- %s\n", firstLine(e))
+		}
+	}
+	return b.String()
 }
