@@ -308,7 +308,9 @@ func TestAPISyncWritesPodsInParallelOnePodAtATime(t *testing.T) {
 	defer cancel()
 	go m.RunAPISync(ctx, APISyncConfig{
 		Client: gatedClient{kubeclienttest.Wrap(cs), gate}, Clock: testingclock.NewFakeClock(time.Unix(1000, 0)), ResyncPeriod: time.Hour,
-		Target: func(uid types.UID) (Target, bool) { return Target{Namespace: "default", Name: names[uid], UID: uid}, true },
+		Target: func(uid types.UID) (Target, bool) {
+			return Target{Namespace: "default", Name: names[uid], UID: uid}, true
+		},
 	})
 	m.Set(slow, v1.PodStatus{Phase: v1.PodPending})
 	waitUntil(t, "the slow pod's write in flight", func() bool { return inSlow.Load() == 1 })
