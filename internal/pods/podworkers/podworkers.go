@@ -95,6 +95,10 @@ type worker struct {
 	// do); nil when none runs.
 	cancelTerm context.CancelFunc
 	termGrace  *int64
+	// cancelSync cancels the SyncPod in flight, so that a Kill does not
+	// wait for a start it makes pointless (image pull, sandbox, volume
+	// set-up), as upstream's pod workers; nil when none runs.
+	cancelSync context.CancelFunc
 	removed    bool
 	cleaned    bool // terminated-cleanup done (with removal if removed)
 	synced     bool // SyncPod ran at least once
@@ -155,6 +159,11 @@ func (p *PodWorkers) UpdatePod(u Update) {
 				cp.GracePeriod = w.kill.GracePeriod
 			}
 			w.kill = &cp
+		}
+		if w.cancelSync != nil {
+			klog.V(4).InfoS("Pod is to stop: cancelling its sync in flight", "pod", klog.KObj(w.pod), "podUID", w.uid)
+			w.cancelSync()
+			w.cancelSync = nil
 		}
 		if w.cancelTerm != nil && shorter(w.kill.GracePeriod, w.termGrace) {
 			klog.V(2).InfoS("Grace period shortened while terminating: restarting the termination", "pod", klog.KObj(w.pod),
@@ -266,12 +275,23 @@ func (p *PodWorkers) step(w *worker) bool {
 	}
 	switch state {
 	case Syncing:
-		out, err := p.cfg.Syncer.SyncPod(ctx, pod)
+		sctx, cancel := context.WithCancel(ctx)
+		p.mu.Lock()
+		w.cancelSync = cancel
+		p.mu.Unlock()
+		out, err := p.cfg.Syncer.SyncPod(sctx, pod)
 		observe(op)
+		cancelled := sctx.Err() != nil && ctx.Err() == nil
+		cancel()
 		p.mu.Lock()
 		defer p.mu.Unlock()
+		w.cancelSync = nil
 		w.synced = true
 		switch {
+		case cancelled && w.kill != nil:
+			// Cut short by a Kill: the worker is woken already and
+			// terminates the pod next.
+			klog.V(4).InfoS("Pod sync cancelled: the pod is to stop", "pod", klog.KObj(pod), "podUID", pod.UID, "err", err)
 		case err != nil:
 			klog.ErrorS(err, "Error syncing pod, skipping", "pod", klog.KObj(pod), "podUID", pod.UID)
 			w.nextSync = p.cfg.Clock.Now().Add(wait.Jitter(p.cfg.BackOffPeriod, 0.5))

@@ -29,6 +29,9 @@ type recorder struct {
 	// termBlock, when set, makes SyncTerminatingPod wait for its context
 	// to end (a termination interrupted by a shorter grace period).
 	termBlock bool
+	// syncBlock, when set, makes SyncPod wait for its context to end (a
+	// start cut short by a Kill).
+	syncBlock bool
 }
 
 func (r *recorder) add(s string) {
@@ -44,6 +47,15 @@ func (r *recorder) SyncPod(ctx context.Context, pod *v1.Pod) (Outcome, error) {
 	}
 	if r.gate != nil {
 		<-r.gate
+	}
+	r.mu.Lock()
+	block := r.syncBlock
+	r.syncBlock = false
+	r.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		r.add("sync " + string(pod.UID) + " cancelled")
+		return Outcome{}, ctx.Err()
 	}
 	r.add("sync " + string(pod.UID) + " " + pod.Spec.NodeName)
 	return Outcome{Terminal: r.terminal[pod.UID], RequeueAfter: r.requeue}, nil
@@ -284,4 +296,25 @@ func TestShorterGracePeriodRestartsTermination(t *testing.T) {
 	expectNothing(t, rec)
 	pw.UpdatePod(Update{Pod: p, Type: Kill, GracePeriod: &short})
 	expect(t, rec, "terminating a grace 1", "terminated a")
+}
+
+// A Kill cancels the sync in flight (a start waiting for the runtime or a
+// volume): the pod terminates at once rather than after the start it makes
+// pointless, and without the back-off of a failed sync. Another update
+// does not cancel it.
+func TestKillCancelsTheSyncInFlight(t *testing.T) {
+	pw, rec, _ := newTest(t)
+	rec.syncBlock = true
+	rec.entered = make(chan struct{}, 10)
+	p := pod("a", "web", "v1")
+	pw.UpdatePod(Update{Pod: p})
+	<-rec.entered
+	pw.UpdatePod(Update{Pod: pod("a", "web", "v2")})
+	expectNothing(t, rec)
+	deleted := p.DeepCopy()
+	now := metav1.Now()
+	grace := int64(30)
+	deleted.DeletionTimestamp, deleted.DeletionGracePeriodSeconds = &now, &grace
+	pw.UpdatePod(Update{Pod: deleted, Type: Kill, GracePeriod: &grace})
+	expect(t, rec, "sync a cancelled", "terminating a grace 30 deleted", "terminated a")
 }

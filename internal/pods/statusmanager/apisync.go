@@ -120,12 +120,28 @@ func statusPatch(uid types.UID, old, new v1.PodStatus) (patch []byte, empty bool
 // at the next resync.
 const retryPeriod = time.Second
 
+// syncWorkers is how many pods' statuses are written at once. One pod's
+// status is never written by two at once; many pods starting or stopping
+// together do not queue behind one another's round trips (a GET and a
+// PATCH, then the DELETE of a terminated pod), which the client's QPS
+// limit bounds anyway.
+const syncWorkers = 8
+
 // RunAPISync writes changed statuses to the API server until ctx ends. It
 // also completes the deletion handshake: a pod the API marked for deletion
 // is deleted (grace 0) once the kubelet has terminated it.
 func (m *Manager) RunAPISync(ctx context.Context, cfg APISyncConfig) {
 	tick := cfg.Clock.NewTicker(cfg.ResyncPeriod)
 	defer tick.Stop()
+	q := newSyncQueue()
+	type result struct {
+		uid types.UID
+		err error
+	}
+	// Buffered for every sync that can be in flight: those still running
+	// when ctx ends finish without a reader.
+	done := make(chan result, syncWorkers)
+	running := 0
 	failed := map[types.UID]bool{}
 	var retry clock.Timer
 	defer func() {
@@ -133,14 +149,15 @@ func (m *Manager) RunAPISync(ctx context.Context, cfg APISyncConfig) {
 			retry.Stop()
 		}
 	}()
-	sync := func(uid types.UID) {
-		if m.syncOne(ctx, cfg, uid) != nil {
-			failed[uid] = true
-		} else {
-			delete(failed, uid)
-		}
-	}
 	for {
+		for running < syncWorkers {
+			uid, ok := q.next()
+			if !ok {
+				break
+			}
+			running++
+			go func() { done <- result{uid, m.syncOne(ctx, cfg, uid)} }()
+		}
 		if len(failed) > 0 && retry == nil {
 			retry = cfg.Clock.NewTimer(retryPeriod)
 		}
@@ -152,20 +169,76 @@ func (m *Manager) RunAPISync(ctx context.Context, cfg APISyncConfig) {
 		case <-ctx.Done():
 			return
 		case uid := <-m.dirty:
-			sync(uid)
+			q.add(uid)
+		case r := <-done:
+			running--
+			q.done(r.uid)
+			if r.err != nil {
+				failed[r.uid] = true
+				break
+			}
+			delete(failed, r.uid)
+			// The API answers again: every status that failed goes now.
+			for uid := range failed {
+				q.add(uid)
+			}
 		case <-tick.C():
 			for _, uid := range m.uids() {
-				sync(uid)
+				q.add(uid)
 			}
 		case <-retryC:
 			retry = nil
 			for uid := range failed {
-				sync(uid)
-				if failed[uid] {
-					break // still failing: try again in a while
-				}
+				q.add(uid) // one at a time while writes still fail
+				break
 			}
 		}
+	}
+}
+
+// syncQueue orders the pods whose status is to be written: each UID at
+// most once in the queue, and one asked for again while its write is in
+// flight is queued once that write is done. Only RunAPISync's goroutine
+// uses it.
+type syncQueue struct {
+	order    []types.UID
+	queued   map[types.UID]bool
+	inFlight map[types.UID]bool
+	again    map[types.UID]bool
+}
+
+func newSyncQueue() *syncQueue {
+	return &syncQueue{queued: map[types.UID]bool{}, inFlight: map[types.UID]bool{}, again: map[types.UID]bool{}}
+}
+
+func (q *syncQueue) add(uid types.UID) {
+	switch {
+	case q.inFlight[uid]:
+		q.again[uid] = true
+	case !q.queued[uid]:
+		q.queued[uid] = true
+		q.order = append(q.order, uid)
+	}
+}
+
+// next takes the first queued UID and marks it in flight.
+func (q *syncQueue) next() (types.UID, bool) {
+	if len(q.order) == 0 {
+		return "", false
+	}
+	uid := q.order[0]
+	q.order = q.order[1:]
+	delete(q.queued, uid)
+	q.inFlight[uid] = true
+	return uid, true
+}
+
+// done ends uid's write, queueing it again if it was asked for meanwhile.
+func (q *syncQueue) done(uid types.UID) {
+	delete(q.inFlight, uid)
+	if q.again[uid] {
+		delete(q.again, uid)
+		q.add(uid)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/seed-kubelet/kubelet/internal/kubeclient"
 	"github.com/seed-kubelet/kubelet/internal/kubeclient/kubeclienttest"
 )
 
@@ -244,5 +245,114 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// gatedClient lets a test hold a pod's status GET: the status sync must go
+// on with other pods meanwhile.
+type gatedClient struct {
+	kubeclient.Interface
+	gate func(name string)
+}
+
+func (c gatedClient) CoreV1() kubeclient.CoreV1Interface {
+	return gatedCore{c.Interface.CoreV1(), c.gate}
+}
+
+type gatedCore struct {
+	kubeclient.CoreV1Interface
+	gate func(name string)
+}
+
+func (c gatedCore) Pods(ns string) kubeclient.PodInterface {
+	return gatedPods{c.CoreV1Interface.Pods(ns), c.gate}
+}
+
+type gatedPods struct {
+	kubeclient.PodInterface
+	gate func(name string)
+}
+
+func (p gatedPods) Get(ctx context.Context, name string, o metav1.GetOptions) (*v1.Pod, error) {
+	p.gate(name)
+	return p.PodInterface.Get(ctx, name, o)
+}
+
+// Many pods starting or stopping at once: one pod's slow write does not
+// hold back the others', and one pod's status is never written by two
+// writers at once (a change while its write is in flight is written after
+// it, the newest status last).
+func TestAPISyncWritesPodsInParallelOnePodAtATime(t *testing.T) {
+	slow := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: "default", UID: "u-slow"}}
+	fast := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "fast", Namespace: "default", UID: "u-fast"}}
+	cs := fake.NewClientset(slow, fast)
+	release := make(chan struct{})
+	var inSlow, maxInSlow atomic.Int32
+	gate := func(name string) {
+		if name != "slow" {
+			return
+		}
+		n := inSlow.Add(1)
+		defer inSlow.Add(-1)
+		for {
+			m := maxInSlow.Load()
+			if n <= m || maxInSlow.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		<-release
+	}
+	names := map[types.UID]string{"u-slow": "slow", "u-fast": "fast"}
+	m := NewManager(nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.RunAPISync(ctx, APISyncConfig{
+		Client: gatedClient{kubeclienttest.Wrap(cs), gate}, Clock: testingclock.NewFakeClock(time.Unix(1000, 0)), ResyncPeriod: time.Hour,
+		Target: func(uid types.UID) (Target, bool) {
+			return Target{Namespace: "default", Name: names[uid], UID: uid}, true
+		},
+	})
+	m.Set(slow, v1.PodStatus{Phase: v1.PodPending})
+	waitUntil(t, "the slow pod's write in flight", func() bool { return inSlow.Load() == 1 })
+	m.Set(slow, v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.88.0.1"})
+	m.Set(slow, v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.88.0.2"})
+	m.Set(fast, v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.88.0.3"})
+	waitUntil(t, "the fast pod's status written while the slow one's waits", func() bool {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "fast", metav1.GetOptions{})
+		return err == nil && p.Status.PodIP == "10.88.0.3"
+	})
+	close(release)
+	waitUntil(t, "the slow pod's newest status written", func() bool {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "slow", metav1.GetOptions{})
+		return err == nil && p.Status.PodIP == "10.88.0.2"
+	})
+	if n := maxInSlow.Load(); n != 1 {
+		t.Fatalf("%d writes of one pod's status at once, want 1", n)
+	}
+}
+
+func TestSyncQueue(t *testing.T) {
+	q := newSyncQueue()
+	q.add("a")
+	q.add("b")
+	q.add("a") // queued already: once
+	if uid, _ := q.next(); uid != "a" {
+		t.Fatalf("next %q, want a", uid)
+	}
+	q.add("a") // in flight: again after it
+	if uid, _ := q.next(); uid != "b" {
+		t.Fatalf("next %q, want b", uid)
+	}
+	if uid, ok := q.next(); ok {
+		t.Fatalf("next %q while a is in flight", uid)
+	}
+	q.done("a")
+	if uid, _ := q.next(); uid != "a" {
+		t.Fatalf("next %q, want a again", uid)
+	}
+	q.done("a")
+	q.done("b")
+	if uid, ok := q.next(); ok {
+		t.Fatalf("next %q from an empty queue", uid)
 	}
 }
