@@ -33,6 +33,10 @@
 #   BENCH_PHASES       raw,start,mem (add scrape: one /metrics/cadvisor scrape
 #                      with BENCH_SCRAPE_PODS pods, default 100, CPU and
 #                      allocations)
+#   BENCH_SCRAPES      scrapes per round of the scrape phase (20)
+#   BENCH_SCRAPE_ROUNDS rounds (an idle window, then a scraping window) (2)
+#   BENCH_SCRAPE_PLAIN=1 scrape without Accept-Encoding: gzip (Prometheus
+#                      and the default client ask for it)
 #   BENCH_KUBELETS     ours,upstream
 #   BENCH_ENDPOINT     use this CRI endpoint instead of a private containerd
 #                      (only when nothing else runs pods on it)
@@ -234,7 +238,8 @@ log "running (about 3.5 minutes; kubelet logs under ${OUT}/work)"
   "${ours_args[@]}" "${upstream_args[@]}" \
   -endpoint "$endpoint" "${private_args[@]}" \
   -runs "${BENCH_RUNS:-10}" -mem-pods "${BENCH_MEM_PODS:-30}" -mem-settle "${BENCH_MEM_SETTLE:-30s}" \
-  -scrape-pods "${BENCH_SCRAPE_PODS:-100}" \
+  -scrape-pods "${BENCH_SCRAPE_PODS:-100}" -scrapes "${BENCH_SCRAPES:-20}" -scrape-rounds "${BENCH_SCRAPE_ROUNDS:-2}" \
+  -scrape-plain="$([[ ${BENCH_SCRAPE_PLAIN:-0} == 1 ]] && echo true || echo false)" \
   -phases "${BENCH_PHASES:-raw,start,mem}" \
   -work "${OUT}/work" -md "${OUT}/results.md" -json "${OUT}/results.json"
 log "results: ${OUT}/results.md, ${OUT}/results.json"

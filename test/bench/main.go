@@ -47,6 +47,7 @@ type options struct {
 	scrapePods, scrapes             int
 	scrapeRounds                    int
 	scrapeInterval                  time.Duration
+	scrapePlain                     bool
 	memSettle                       time.Duration
 	verbosity                       int
 	phases                          map[string]bool
@@ -167,6 +168,7 @@ func main() {
 	flag.IntVar(&o.scrapes, "scrapes", 20, "/metrics/cadvisor scrapes per round of the scrape phase")
 	flag.IntVar(&o.scrapeRounds, "scrape-rounds", 2, "rounds (an idle window, then a scraping window) of the scrape phase")
 	flag.DurationVar(&o.scrapeInterval, "scrape-interval", time.Second, "time between scrapes in the scrape phase")
+	flag.BoolVar(&o.scrapePlain, "scrape-plain", false, "scrape without Accept-Encoding: gzip (by default the client asks for gzip, as Prometheus does)")
 	flag.StringVar(&phases, "phases", "raw,start,mem", "phases to run (raw, start, mem, scrape; cluster: the kubelets as nodes of -apiserver, rawcluster: the same batches on raw CRI)")
 	flag.StringVar(&o.jsonOut, "json", "", "write the results as JSON here")
 	flag.StringVar(&o.oursSource, "ours-source", "", "where our kubelet was built from (for the report)")

@@ -63,9 +63,11 @@ type cadvisorScrape struct {
 // cadvisorState keeps, between scrapes, what does not change quickly.
 type cadvisorState struct {
 	mu sync.Mutex
-	// procs caches process counts by cgroup path, specs their configuration.
+	// procs caches process counts by cgroup path, specs their
+	// configuration, dirs their directories.
 	procs map[string]procSample
 	specs map[string]specSample
+	dirs  map[string]*cgroupDirs
 	// images maps an image ID to its first repo tag (CRI ListImages).
 	images map[string]string
 	// files keeps the files every scrape reads open between scrapes.
@@ -100,9 +102,14 @@ func (p *Provider) CadvisorHandler() http.Handler {
 		defer cancel()
 		s := p.cadvisorScrape(ctx)
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		bw := newExpoWriter(w)
+		body, done := compressedBody(w, r)
+		bw := newExpoWriter(body)
 		writeCadvisor(bw, s, p.cfg.Machine)
-		if err := bw.flush(); err != nil {
+		err := bw.flush()
+		if derr := done(); err == nil {
+			err = derr
+		}
+		if err != nil {
 			klog.FromContext(ctx).V(4).Info("Writing /metrics/cadvisor failed", "err", err)
 		}
 	})
@@ -130,8 +137,8 @@ func (p *Provider) cadvisorScrape(ctx context.Context) *cadvisorScrape {
 	s.Networks = make([][]netDeviceFull, len(entries))
 	kept := entries[:0]
 	for _, e := range entries {
-		spec := p.cadvisor.spec(e.ID, now)
-		c, ok := p.cgroups.readFull(r, e.ID, now, spec)
+		spec, dirs := p.cadvisor.kept(p.cgroups, e.ID, now)
+		c, ok := readFull(r, dirs, now, spec)
 		if !ok {
 			continue // gone since listed
 		}
@@ -184,14 +191,24 @@ func (p *Provider) processCounts(r *reader, e cadvisorEntry, now time.Time) proc
 	return pc
 }
 
-// spec returns the cgroup's kept configuration while it is fresh.
-func (st *cadvisorState) spec(id string, now time.Time) *cgroupSpec {
+// kept returns the cgroup's kept configuration while it is fresh (else
+// nil), and its directories, joined once for the cgroup's life.
+func (st *cadvisorState) kept(l cgroupLayout, id string, now time.Time) (*cgroupSpec, *cgroupDirs) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if s, ok := st.specs[id]; ok && now.Sub(s.at) < specSampleAge {
-		return &s.spec
+	d, ok := st.dirs[id]
+	if !ok {
+		if st.dirs == nil {
+			st.dirs = map[string]*cgroupDirs{}
+		}
+		dirs := l.dirsOf(id)
+		d = &dirs
+		st.dirs[id] = d
 	}
-	return nil
+	if s, ok := st.specs[id]; ok && now.Sub(s.at) < specSampleAge {
+		return &s.spec, d
+	}
+	return nil, d
 }
 
 func (st *cadvisorState) keepSpec(id string, spec cgroupSpec, now time.Time) {
@@ -229,7 +246,7 @@ func (st *cadvisorState) blockMounts(r *reader, procRoot string, now time.Time) 
 func (st *cadvisorState) prune(kept []cadvisorEntry, now time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if len(st.procs) <= len(kept) && len(st.specs) <= len(kept) {
+	if len(st.procs) <= len(kept) && len(st.specs) <= len(kept) && len(st.dirs) <= len(kept) {
 		return
 	}
 	live := make(map[string]bool, len(kept))
@@ -244,6 +261,11 @@ func (st *cadvisorState) prune(kept []cadvisorEntry, now time.Time) {
 	for id := range st.specs {
 		if !live[id] {
 			delete(st.specs, id)
+		}
+	}
+	for id := range st.dirs {
+		if !live[id] {
+			delete(st.dirs, id)
 		}
 	}
 }

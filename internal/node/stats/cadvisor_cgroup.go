@@ -3,6 +3,7 @@ package stats
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -164,12 +165,33 @@ func parseUint(data []byte, ok bool) (uint64, bool) {
 	if !ok {
 		return 0, false
 	}
-	v, err := strconv.ParseUint(string(bytes.TrimSpace(data)), 10, 64)
-	return v, err == nil
+	return parseDecimal(bytes.TrimSpace(data))
 }
 
-// eachKV calls f for every "key value" line of a flat-keyed file.
-func eachKV(data []byte, f func(key string, v uint64)) {
+// parseDecimal parses an unsigned decimal number as strconv.ParseUint(s,
+// 10, 64) does, without making a string of it: a scrape parses tens of
+// thousands.
+func parseDecimal(b []byte) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, false // overflows
+		}
+		v = v*10 + d
+	}
+	return v, true
+}
+
+// eachKV calls f for every "key value" line of a flat-keyed file; key is
+// valid during the call only.
+func eachKV(data []byte, f func(key []byte, v uint64)) {
 	for len(data) > 0 {
 		line := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -181,22 +203,37 @@ func eachKV(data []byte, f func(key string, v uint64)) {
 		if sp <= 0 {
 			continue
 		}
-		v, err := strconv.ParseUint(string(bytes.TrimSpace(line[sp+1:])), 10, 64)
-		if err != nil {
+		v, ok := parseDecimal(bytes.TrimSpace(line[sp+1:]))
+		if !ok {
 			continue
 		}
-		f(string(line[:sp]), v)
+		f(line[:sp], v)
 	}
 }
 
-// readFull reads cgroup rel for /metrics/cadvisor; ok is false when the
-// cgroup is gone under every controller.
-// spec, when non-nil, is used instead of reading the configuration again.
-func (l cgroupLayout) readFull(r *reader, rel string, now time.Time, spec *cgroupSpec) (cgroupFull, bool) {
+// cgroupDirs are the directories of one cgroup: per controller on v1, the
+// one directory (in Unified) on v2.
+type cgroupDirs struct {
+	CPU, CPUAcct, Memory, Pids, Unified string
+	Root                                bool
+}
+
+// dirsOf joins the directories of cgroup rel.
+func (l cgroupLayout) dirsOf(rel string) cgroupDirs {
 	if l.Unified {
-		return readFullV2(r, filepath.Join(l.Root, rel), isRoot(rel), now, spec)
+		return cgroupDirs{Unified: filepath.Join(l.Root, rel), Root: isRoot(rel)}
 	}
-	return readFullV1(r, l.dir("cpu", rel), l.dir("cpuacct", rel), l.dir("memory", rel), l.dir("pids", rel), isRoot(rel), now, spec)
+	return cgroupDirs{CPU: l.dir("cpu", rel), CPUAcct: l.dir("cpuacct", rel), Memory: l.dir("memory", rel), Pids: l.dir("pids", rel), Root: isRoot(rel)}
+}
+
+// readFull reads the cgroup in d for /metrics/cadvisor; ok is false when
+// the cgroup is gone under every controller.
+// spec, when non-nil, is used instead of reading the configuration again.
+func readFull(r *reader, d *cgroupDirs, now time.Time, spec *cgroupSpec) (cgroupFull, bool) {
+	if d.Unified != "" {
+		return readFullV2(r, d.Unified, d.Root, now, spec)
+	}
+	return readFullV1(r, d.CPU, d.CPUAcct, d.Memory, d.Pids, d.Root, now, spec)
 }
 
 // nanosPerTick converts cpuacct.stat's USER_HZ ticks.
@@ -209,8 +246,8 @@ func readFullV1(r *reader, cpuDir, acctDir, memDir, pidsDir string, root bool, n
 		if v, ok := r.statUint(acctDir, "cpuacct.usage"); ok {
 			c.HasCPU, c.CPUTotal = true, v
 			if data, ok := r.cgroupStat(acctDir, "cpuacct.stat"); ok {
-				eachKV(data, func(k string, v uint64) {
-					switch k {
+				eachKV(data, func(k []byte, v uint64) {
+					switch string(k) {
 					case "user":
 						c.CPUUser = v * nanosPerTick
 					case "system":
@@ -224,9 +261,25 @@ func readFullV1(r *reader, cpuDir, acctDir, memDir, pidsDir string, root bool, n
 		}
 	}
 	if cpuDir != "" && c.HasCPU {
+		if readSpec {
+			c.Spec.CPUShares, _ = r.uint(cpuDir, "cpu.shares")
+			c.Spec.CPUPeriod, _ = r.uint(cpuDir, "cpu.cfs_period_us")
+			if data, ok := r.cgroup(cpuDir, "cpu.cfs_quota_us"); ok {
+				if q, err := strconv.ParseInt(string(bytes.TrimSpace(data)), 10, 64); err == nil && q > 0 {
+					c.Spec.CPUQuota = q
+				}
+			}
+		} else {
+			c.Spec.CPUQuota = spec.CPUQuota
+		}
+	}
+	// cpu.stat holds only the CFS counters, which are exported for
+	// cgroups with a quota alone (cfsFamily): the others skip the read,
+	// one file of the ten a cgroup costs a scrape.
+	if cpuDir != "" && c.HasCPU && c.Spec.CPUQuota != 0 {
 		if data, ok := r.cgroupStat(cpuDir, "cpu.stat"); ok {
-			eachKV(data, func(k string, v uint64) {
-				switch k {
+			eachKV(data, func(k []byte, v uint64) {
+				switch string(k) {
 				case "nr_periods":
 					c.CFSPeriods = v
 				case "nr_throttled":
@@ -240,15 +293,6 @@ func readFullV1(r *reader, cpuDir, acctDir, memDir, pidsDir string, root bool, n
 				}
 			})
 		}
-		if readSpec {
-			c.Spec.CPUShares, _ = r.uint(cpuDir, "cpu.shares")
-			c.Spec.CPUPeriod, _ = r.uint(cpuDir, "cpu.cfs_period_us")
-			if data, ok := r.cgroup(cpuDir, "cpu.cfs_quota_us"); ok {
-				if q, err := strconv.ParseInt(string(bytes.TrimSpace(data)), 10, 64); err == nil && q > 0 {
-					c.Spec.CPUQuota = q
-				}
-			}
-		}
 	}
 	if memDir != "" {
 		if v, ok := r.statUint(memDir, "memory.usage_in_bytes"); ok {
@@ -260,8 +304,8 @@ func readFullV1(r *reader, cpuDir, acctDir, memDir, pidsDir string, root bool, n
 				applyFullMemoryStatV1(&c, data)
 			}
 			if data, ok := r.cgroupStat(memDir, "memory.oom_control"); ok {
-				eachKV(data, func(k string, v uint64) {
-					if k == "oom_kill" {
+				eachKV(data, func(k []byte, v uint64) {
+					if string(k) == "oom_kill" {
 						c.OOMKills = v
 					}
 				})
@@ -292,8 +336,8 @@ func readFullV1(r *reader, cpuDir, acctDir, memDir, pidsDir string, root bool, n
 // is always on in the kernels the kubelet supports), and the page faults
 // of the cgroup itself, as cAdvisor does.
 func applyFullMemoryStatV1(c *cgroupFull, data []byte) {
-	eachKV(data, func(k string, v uint64) {
-		switch k {
+	eachKV(data, func(k []byte, v uint64) {
+		switch string(k) {
 		case "total_cache":
 			c.MemCache = v
 		case "total_rss":
@@ -325,8 +369,8 @@ func specLimit(v uint64, ok bool) uint64 {
 func readFullV2(r *reader, dir string, root bool, now time.Time, spec *cgroupSpec) (cgroupFull, bool) {
 	c := cgroupFull{Time: now}
 	if data, ok := r.cgroupStat(dir, "cpu.stat"); ok {
-		eachKV(data, func(k string, v uint64) {
-			switch k {
+		eachKV(data, func(k []byte, v uint64) {
+			switch string(k) {
 			case "usage_usec":
 				c.HasCPU, c.CPUTotal = true, v*1000
 			case "user_usec":
@@ -359,8 +403,8 @@ func readFullV2(r *reader, dir string, root bool, now time.Time, spec *cgroupSpe
 	if data, ok := r.cgroupStat(dir, "memory.stat"); ok {
 		c.HasMemory = true
 		var slab uint64
-		eachKV(data, func(k string, v uint64) {
-			switch k {
+		eachKV(data, func(k []byte, v uint64) {
+			switch string(k) {
 			case "file":
 				c.MemCache = v
 			case "anon":
@@ -394,8 +438,8 @@ func readFullV2(r *reader, dir string, root bool, now time.Time, spec *cgroupSpe
 			c.MemSwap = sw
 		}
 		if data, ok := r.cgroupStat(dir, "memory.events"); ok {
-			eachKV(data, func(k string, v uint64) {
-				switch k {
+			eachKV(data, func(k []byte, v uint64) {
+				switch string(k) {
 				case "max":
 					c.MemFailcnt = v
 				case "oom_kill":

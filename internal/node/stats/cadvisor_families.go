@@ -34,12 +34,25 @@ type entryLabels struct {
 
 func newEntryLabels(es []cadvisorEntry) *entryLabels {
 	ls := &entryLabels{base: make([][]label, len(es)), rendered: make([][]byte, len(es)), scratch: make([]label, 0, 10)}
+	// All entries' labels in two allocations: one array of label pairs,
+	// one buffer of their renderings.
+	const perEntry = 6
+	all := make([]label, len(es)*perEntry)
+	size := 0
 	for i, e := range es {
-		ls.base[i] = []label{
-			{"container", escapeValue(e.Container)}, {"id", escapeValue(e.ID)}, {"image", escapeValue(e.Image)},
-			{"name", escapeValue(e.Name)}, {"namespace", escapeValue(e.Namespace)}, {"pod", escapeValue(e.Pod)},
+		base := all[i*perEntry : (i+1)*perEntry : (i+1)*perEntry]
+		base[0], base[1], base[2] = label{"container", escapeValue(e.Container)}, label{"id", escapeValue(e.ID)}, label{"image", escapeValue(e.Image)}
+		base[3], base[4], base[5] = label{"name", escapeValue(e.Name)}, label{"namespace", escapeValue(e.Namespace)}, label{"pod", escapeValue(e.Pod)}
+		ls.base[i] = base
+		for _, l := range base {
+			size += len(l.Name) + len(l.Value) + 4 // name="value",
 		}
-		ls.rendered[i] = appendLabels(nil, ls.base[i])
+	}
+	buf := make([]byte, 0, size)
+	for i := range es {
+		start := len(buf)
+		buf = appendLabels(buf, ls.base[i])
+		ls.rendered[i] = buf[start:len(buf):len(buf)]
 	}
 	return ls
 }
