@@ -159,6 +159,9 @@ build_images() {
     ln -sf /usr/bin/busybox "${bb}/bin/${applet}"
   done
   image busybox "$bb" "${REG}/e2e-test-images/busybox:1.37.0-1" -- -cmd '["sh"]'
+  # glibc-dns-testing (the hostname override specs run "hostname -f" in it):
+  # busybox's hostname -f resolves through the kubelet-managed /etc/hosts too.
+  image glibc-dns-testing "$bb" "${REG}/e2e-test-images/glibc-dns-testing:2.0.0" -- -cmd '["sh"]'
   # nonroot: busybox with USER 1234, as upstream's.
   image nonroot "$bb" "${REG}/e2e-test-images/nonroot:1.5" -- -cmd '["sh"]' -user 1234
 
