@@ -275,7 +275,7 @@ func (l *loopParts) start(ctx context.Context) error {
 	if c := l.cluster; c != nil {
 		go p.statuses.RunAPISync(ctx, statusmanager.APISyncConfig{
 			Client: b.api.main, Clock: b.clock, ResyncPeriod: statusResync,
-			Target: c.targets.Target, Terminated: l.workers.IsTerminated,
+			Target: c.targets.Target, Observed: c.targets.Observed, Terminated: l.workers.IsTerminated,
 			Rebuild: func(uid types.UID) { l.workers.Sync(uid) },
 		})
 		go c.node.Run(ctx)

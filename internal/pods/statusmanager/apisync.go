@@ -36,6 +36,13 @@ type APISyncConfig struct {
 	Terminated func(uid types.UID) bool
 	// ResyncPeriod re-sends every status (10 s upstream).
 	ResyncPeriod time.Duration
+	// Observed returns the API object a pod's status goes to as the last
+	// watch event showed it (Targets.Observed). The periodic resync then
+	// writes only the pods whose status the API does not hold yet (or that
+	// wait for their final delete), as upstream's needsReconcile, instead
+	// of reading every pod back from the API server. nil resyncs every
+	// pod. May be nil.
+	Observed func(uid types.UID) (*v1.Pod, bool)
 	// Rebuild asks for a pod's status to be generated again: its stored
 	// status was built before the API object it goes to was known (a
 	// static pod synced before its mirror pod arrived). May be nil.
@@ -184,7 +191,9 @@ func (m *Manager) RunAPISync(ctx context.Context, cfg APISyncConfig) {
 			}
 		case <-tick.C():
 			for _, uid := range m.uids() {
-				q.add(uid)
+				if m.needsResync(cfg, uid) {
+					q.add(uid)
+				}
 			}
 		case <-retryC:
 			retry = nil
@@ -240,6 +249,48 @@ func (q *syncQueue) done(uid types.UID) {
 		delete(q.again, uid)
 		q.add(uid)
 	}
+}
+
+// needsResync reports whether the periodic resync should write uid's
+// status: always without cfg.Observed, else as NeedsResync decides.
+func (m *Manager) needsResync(cfg APISyncConfig, uid types.UID) bool {
+	if cfg.Observed == nil {
+		return true
+	}
+	st, ok := m.Lookup(uid)
+	if !ok {
+		return false
+	}
+	obj, ok := cfg.Observed(uid)
+	if !ok {
+		// No object to write to (yet); syncOne would do nothing either.
+		return false
+	}
+	terminated := cfg.Terminated != nil && cfg.Terminated(uid)
+	return NeedsResync(st, obj, terminated)
+}
+
+// NeedsResync decides, as upstream's status manager does on its periodic
+// sync (needsReconcile), whether a pod's stored status st has to be
+// written to obj, the API object as last watched: when st was built on
+// another object (it is rebuilt first), when the status the API holds is
+// not what a write would leave there (the same test as the write's: an
+// empty patch, so sub-second times the API does not keep do not count),
+// or when the object is marked for deletion and the kubelet has
+// terminated the pod (the final delete). It is pure.
+func NeedsResync(st Stored, obj *v1.Pod, terminated bool) bool {
+	switch {
+	case st.Basis != obj.UID:
+		return true
+	case obj.DeletionTimestamp != nil && terminated:
+		return true
+	}
+	merged := MergeStatus(obj.Status, st.Status)
+	if equalStatus(obj.Status, merged) {
+		return false
+	}
+	_, empty, err := statusPatch(obj.UID, obj.Status, merged)
+	return err != nil || !empty
 }
 
 func (m *Manager) uids() []types.UID {

@@ -356,3 +356,85 @@ func TestSyncQueue(t *testing.T) {
 		t.Fatalf("next %q from an empty queue", uid)
 	}
 }
+
+func TestNeedsResync(t *testing.T) {
+	sec := metav1.NewTime(time.Unix(1000, 0))
+	nanos := metav1.NewTime(time.Unix(1000, 500))
+	running := v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.88.0.9", StartTime: &sec,
+		Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: sec}}}
+	withNanos := *running.DeepCopy()
+	withNanos.Conditions[0].LastTransitionTime = nanos
+	notReady := *running.DeepCopy()
+	notReady.Conditions[0].Status = v1.ConditionFalse
+	withGate := *running.DeepCopy()
+	withGate.Conditions = append(withGate.Conditions, v1.PodCondition{Type: "example.com/gate", Status: v1.ConditionTrue})
+	now := metav1.Now()
+	pod := func(uid types.UID, st v1.PodStatus, deleting bool) *v1.Pod {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: uid}, Status: st}
+		if deleting {
+			p.DeletionTimestamp = &now
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name       string
+		stored     Stored
+		obj        *v1.Pod
+		terminated bool
+		want       bool
+	}{
+		{"the API holds the status", Stored{running, "u1"}, pod("u1", running, false), false, false},
+		{"it differs only below the API's precision", Stored{withNanos, "u1"}, pod("u1", running, false), false, false},
+		{"a controller's condition the kubelet does not own", Stored{running, "u1"}, pod("u1", withGate, false), false, false},
+		{"the status changed", Stored{notReady, "u1"}, pod("u1", running, false), false, true},
+		{"the API lost the status", Stored{running, "u1"}, pod("u1", v1.PodStatus{}, false), false, true},
+		{"built on another object", Stored{running, "static"}, pod("mirror", running, false), false, true},
+		{"marked for deletion, still terminating", Stored{running, "u1"}, pod("u1", running, true), false, false},
+		{"marked for deletion and terminated: the final delete", Stored{running, "u1"}, pod("u1", running, true), true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := NeedsResync(tc.stored, tc.obj, tc.terminated); got != tc.want {
+				t.Errorf("NeedsResync = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// With Observed, the periodic resync reads back only the pods whose status
+// the API does not hold (as upstream), not every pod every period.
+func TestAPISyncResyncsOnlyPodsTheAPIDoesNotHold(t *testing.T) {
+	status := v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.88.0.9"}
+	synced := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "synced", Namespace: "default", UID: "u1"}, Status: status}
+	stale := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stale", Namespace: "default", UID: "u2"}}
+	cs := fake.NewClientset(synced.DeepCopy(), stale.DeepCopy())
+	m := NewManager(nil)
+	m.Set(synced, status)
+	m.Set(stale, status)
+	// Drain what Set queued: only the resync is under test.
+	for range 2 {
+		<-m.dirty
+	}
+	observed := map[types.UID]*v1.Pod{"u1": synced, "u2": stale}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	go m.RunAPISync(ctx, APISyncConfig{
+		Client: kubeclienttest.Wrap(cs), Clock: clk, ResyncPeriod: 10 * time.Second,
+		Target: func(uid types.UID) (Target, bool) {
+			p := observed[uid]
+			return Target{Namespace: p.Namespace, Name: p.Name, UID: uid}, true
+		},
+		Observed: func(uid types.UID) (*v1.Pod, bool) { p, ok := observed[uid]; return p, ok },
+	})
+	waitUntil(t, "the resync ticker", func() bool { return clk.HasWaiters() })
+	clk.Step(10 * time.Second)
+	waitUntil(t, "the stale pod's status written", func() bool {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "stale", metav1.GetOptions{})
+		return err == nil && p.Status.PodIP == "10.88.0.9"
+	})
+	for _, a := range cs.Actions() {
+		if named, ok := a.(interface{ GetName() string }); ok && a.GetResource().Resource == "pods" && named.GetName() == "synced" {
+			t.Errorf("the resync touched the pod the API already holds: %s %s", a.GetVerb(), named.GetName())
+		}
+	}
+}

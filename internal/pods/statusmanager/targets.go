@@ -58,20 +58,26 @@ func (t *Targets) Reject(p *v1.Pod, reason, message string) {
 // Target is APISyncConfig.Target: false when the pod is unknown or is a
 // static pod without a mirror pod of its version yet.
 func (t *Targets) Target(uid types.UID) (Target, bool) {
+	obj, ok := t.Observed(uid)
+	if !ok {
+		return Target{}, false
+	}
+	return Target{Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID}, true
+}
+
+// Observed is APISyncConfig.Observed: the API object uid's status goes to,
+// as the pod manager last saw it; false as for Target.
+func (t *Targets) Observed(uid types.UID) (*v1.Pod, bool) {
 	p, ok := t.cfg.Pods.Get(uid)
 	if !ok {
 		t.mu.Lock()
 		p, ok = t.rejected[uid]
 		t.mu.Unlock()
 		if !ok {
-			return Target{}, false
+			return nil, false
 		}
 	}
-	obj, ok := t.object(p)
-	if !ok {
-		return Target{}, false
-	}
-	return Target{Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID}, true
+	return t.object(p)
 }
 
 // object is the API object pod's status goes to: the pod as the pod
