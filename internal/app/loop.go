@@ -275,8 +275,9 @@ func (l *loopParts) start(ctx context.Context) error {
 	if c := l.cluster; c != nil {
 		go p.statuses.RunAPISync(ctx, statusmanager.APISyncConfig{
 			Client: b.api.main, Clock: b.clock, ResyncPeriod: statusResync,
-			Target: c.targets.Target, Observed: c.targets.Observed, Terminated: l.workers.IsTerminated,
-			Rebuild: func(uid types.UID) { l.workers.Sync(uid) },
+			Target: c.targets.Target, Observed: c.targets.Observed, WatchOpenSince: p.podWatch.OpenSince,
+			Terminated: l.workers.IsTerminated,
+			Rebuild:    func(uid types.UID) { l.workers.Sync(uid) },
 		})
 		go c.node.Run(ctx)
 		b.recorder.Eventf(nodestatus.NodeRef(b.host.nodeName), v1.EventTypeNormal, events.StartingKubelet, "Starting kubelet.")

@@ -43,8 +43,11 @@ type podParts struct {
 	pods     *podmanager.Manager
 	statuses *statusmanager.Manager
 	// mirrors and targets are nil in standalone mode.
-	mirrors     *mirror.Manager
-	targets     *statusmanager.Targets
+	mirrors *mirror.Manager
+	targets *statusmanager.Targets
+	// podWatch says whether the API source's pod watch is open; nil in
+	// standalone mode.
+	podWatch    *sources.WatchState
 	runtime     *kuberuntime.Manager
 	probes      *prober.Manager
 	volumes     *volume.Manager
@@ -86,7 +89,9 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 	var inputs *podinputs.Source
 	var mirrors *mirror.Manager
 	var targets *statusmanager.Targets
+	var podWatch *sources.WatchState
 	if b.api != nil {
+		podWatch = sources.NewWatchState(clk)
 		inputs = podinputs.New(podinputs.Config{Client: b.api.main, Clock: clk, Recorder: b.recorder})
 		mirrors = mirror.NewManager(mirror.New(mirror.Config{Client: b.api.main, NodeName: b.host.nodeName, NodeUID: node.latest.UID}), pods)
 		targets = statusmanager.NewTargets(statusmanager.TargetsConfig{Pods: pods, Statuses: statuses, Recorder: b.recorder, Clock: clk})
@@ -196,9 +201,9 @@ func newPodParts(ctx context.Context, b *base, node *nodeParts) (*podParts, erro
 		// time, transition times, readiness), not on nothing.
 		syncCfg.Mirrors, syncCfg.Reported = mirrors, targets.Reported
 	}
-	podCfg, names := startSources(ctx, b, objects)
+	podCfg, names := startSources(ctx, b, objects, podWatch)
 	return &podParts{
-		pods: pods, statuses: statuses, mirrors: mirrors, targets: targets, runtime: runtimeMgr, probes: probes, syncer: podsync.New(syncCfg),
+		pods: pods, statuses: statuses, mirrors: mirrors, targets: targets, podWatch: podWatch, runtime: runtimeMgr, probes: probes, syncer: podsync.New(syncCfg),
 		logRotation: logRotation, imageGC: imageGC, sources: podCfg, sourceNames: names, credentialPlugins: creds.Plugins,
 		volumes: volumes, storage: store, objects: objects, changed: changed, allocations: records, spec: spec,
 	}, nil
@@ -308,7 +313,7 @@ const localObjectsSource = "local-objects-dir"
 // server) feeding one mux, and returns it with the names of the sources.
 // With objects (standalone mode) the file sources read ConfigMaps and
 // Secrets into it too, and the pods may reference them.
-func startSources(ctx context.Context, b *base, objects *localobjects.Store) (*sources.PodConfig, sets.Set[string]) {
+func startSources(ctx context.Context, b *base, objects *localobjects.Store, podWatch *sources.WatchState) (*sources.PodConfig, sets.Set[string]) {
 	cfg, nodeName, clk := b.cfg, b.host.nodeName, b.clock
 	podCfg := sources.NewPodConfig(sources.MuxConfig{Context: ctx, Clock: clk})
 	names := sets.New[string]()
@@ -342,7 +347,7 @@ func startSources(ctx context.Context, b *base, objects *localobjects.Store) (*s
 	}
 	if api := b.apiClient(); api != nil {
 		names.Insert(sources.ApiserverSource)
-		go sources.RunAPISource(ctx, sources.APISourceConfig{Client: api, NodeName: nodeName, Out: podCfg.Channel(sources.ApiserverSource)})
+		go sources.RunAPISource(ctx, sources.APISourceConfig{Client: api, NodeName: nodeName, Out: podCfg.Channel(sources.ApiserverSource), Watch: podWatch})
 	}
 	if names.Len() == 0 {
 		klog.InfoS("No pod sources configured (staticPodPath, staticPodURL or --kubeconfig); the kubelet will run no pods")

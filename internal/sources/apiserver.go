@@ -20,6 +20,8 @@ type APISourceConfig struct {
 	NodeName string
 	// Out receives a full snapshot of the node's pods after every change.
 	Out chan<- []*v1.Pod
+	// Watch records whether the pod watch is open. May be nil.
+	Watch *WatchState
 }
 
 // RunAPISource watches the pods bound to the node (spec.nodeName) and
@@ -43,7 +45,11 @@ func RunAPISource(ctx context.Context, cfg APISourceConfig) {
 		}
 	}
 	store := cache.NewUndeltaStore(push, cache.MetaNamespaceKeyFunc)
-	r := cache.NewReflectorWithOptions(lw, &v1.Pod{}, store, cache.ReflectorOptions{Name: "kubelet-api-pods", ResyncPeriod: 0})
+	var lister cache.ListerWatcher = lw
+	if cfg.Watch != nil {
+		lister = trackedListWatch{ListerWatcherWithContext: cache.ToListerWatcherWithContext(lw), state: cfg.Watch}
+	}
+	r := cache.NewReflectorWithOptions(lister, &v1.Pod{}, store, cache.ReflectorOptions{Name: "kubelet-api-pods", ResyncPeriod: 0})
 	klog.InfoS("Watching pods bound to this node from the API server", "node", cfg.NodeName)
 	r.RunWithContext(ctx)
 }

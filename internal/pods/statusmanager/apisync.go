@@ -43,6 +43,15 @@ type APISyncConfig struct {
 	// of reading every pod back from the API server. nil resyncs every
 	// pod. May be nil.
 	Observed func(uid types.UID) (*v1.Pod, bool)
+	// WatchOpenSince tells since when the watch feeding Observed is open
+	// (sources.WatchState.OpenSince); false while none is. A resync trusts
+	// Observed only when that watch was already open at the resync before:
+	// while the API server is away and until the watch is back (its
+	// reflector backs off up to a minute), others' writes, such as the
+	// node controller marking the pods not Ready, are missing from the
+	// watched copies, and every pod is read back instead. nil trusts
+	// Observed always.
+	WatchOpenSince func() (time.Time, bool)
 	// Rebuild asks for a pod's status to be generated again: its stored
 	// status was built before the API object it goes to was known (a
 	// static pod synced before its mirror pod arrived). May be nil.
@@ -140,6 +149,7 @@ const syncWorkers = 8
 func (m *Manager) RunAPISync(ctx context.Context, cfg APISyncConfig) {
 	tick := cfg.Clock.NewTicker(cfg.ResyncPeriod)
 	defer tick.Stop()
+	lastTick := cfg.Clock.Now()
 	q := newSyncQueue()
 	type result struct {
 		uid types.UID
@@ -189,9 +199,11 @@ func (m *Manager) RunAPISync(ctx context.Context, cfg APISyncConfig) {
 			for uid := range failed {
 				q.add(uid)
 			}
-		case <-tick.C():
+		case now := <-tick.C():
+			trust := watchTrusted(cfg.WatchOpenSince, lastTick)
+			lastTick = now
 			for _, uid := range m.uids() {
-				if m.needsResync(cfg, uid) {
+				if !trust || m.needsResync(cfg, uid) {
 					q.add(uid)
 				}
 			}
@@ -249,6 +261,17 @@ func (q *syncQueue) done(uid types.UID) {
 		delete(q.again, uid)
 		q.add(uid)
 	}
+}
+
+// watchTrusted reports whether a resync may judge from the watched pods:
+// the watch (openSince; nil means always open) has been open since before
+// the previous resync at prev, so what the API held then has reached them.
+func watchTrusted(openSince func() (time.Time, bool), prev time.Time) bool {
+	if openSince == nil {
+		return true
+	}
+	since, open := openSince()
+	return open && !since.After(prev)
 }
 
 // needsResync reports whether the periodic resync should write uid's

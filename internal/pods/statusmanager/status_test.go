@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -436,5 +437,100 @@ func TestAPISyncResyncsOnlyPodsTheAPIDoesNotHold(t *testing.T) {
 		if named, ok := a.(interface{ GetName() string }); ok && a.GetResource().Resource == "pods" && named.GetName() == "synced" {
 			t.Errorf("the resync touched the pod the API already holds: %s %s", a.GetVerb(), named.GetName())
 		}
+	}
+}
+
+func TestWatchTrusted(t *testing.T) {
+	prev := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name  string
+		since func() (time.Time, bool)
+		want  bool
+	}{
+		{"no watch state: always", nil, true},
+		{"no watch open (API server away, reflector backing off)", func() (time.Time, bool) { return time.Time{}, false }, false},
+		{"opened after the previous resync", func() (time.Time, bool) { return prev.Add(time.Second), true }, false},
+		{"open since the previous resync", func() (time.Time, bool) { return prev, true }, true},
+		{"open since long before", func() (time.Time, bool) { return prev.Add(-time.Hour), true }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := watchTrusted(tc.since, prev); got != tc.want {
+				t.Errorf("watchTrusted = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// While the pod watch is not open, or opened only since the last resync,
+// the watched copies may miss others' writes (the node controller marking
+// pods not Ready while the kubelet was cut off): the resync reads every
+// pod back from the API. Once the watch has been open for a whole period,
+// it trusts the watched copies again.
+func TestAPISyncReadsEveryPodBackUntilTheWatchIsCurrent(t *testing.T) {
+	status := v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.88.0.9"}
+	synced := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "synced", Namespace: "default", UID: "u1"}, Status: status}
+	// What the API holds: the node controller marked it not Ready while
+	// the watch was down; the watched copy (synced) does not show it.
+	inAPI := synced.DeepCopy()
+	inAPI.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}}
+	// marker's watched copy never shows its status, so every resync,
+	// trusting or not, reads it back: it shows that a resync ran.
+	marker := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "marker", Namespace: "default", UID: "u2"}}
+	observed := map[types.UID]*v1.Pod{"u1": synced, "u2": marker}
+	cs := fake.NewClientset(inAPI, marker.DeepCopy())
+	m := NewManager(nil)
+	m.Set(synced, status)
+	m.Set(marker, status)
+	for range 2 {
+		<-m.dirty // only the resync is under test
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	var mu sync.Mutex
+	open, since := false, time.Time{}
+	go m.RunAPISync(ctx, APISyncConfig{
+		Client: kubeclienttest.Wrap(cs), Clock: clk, ResyncPeriod: 10 * time.Second,
+		Target: func(uid types.UID) (Target, bool) {
+			return Target{Namespace: "default", Name: observed[uid].Name, UID: uid}, true
+		},
+		Observed: func(uid types.UID) (*v1.Pod, bool) { return observed[uid], true },
+		WatchOpenSince: func() (time.Time, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			return since, open
+		},
+	})
+	gets := func(name string) int {
+		n := 0
+		for _, a := range cs.Actions() {
+			if g, ok := a.(interface{ GetName() string }); ok && a.GetVerb() == "get" && g.GetName() == name {
+				n++
+			}
+		}
+		return n
+	}
+	resync := func(step string) (synced int) {
+		t.Helper()
+		before := gets("marker")
+		clk.Step(10 * time.Second)
+		waitUntil(t, step, func() bool { return gets("marker") > before })
+		return gets("synced")
+	}
+	waitUntil(t, "the resync ticker", func() bool { return clk.HasWaiters() })
+	resync("resync with no watch open")
+	waitUntil(t, "the pod read back and its status written", func() bool {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "synced", metav1.GetOptions{})
+		return err == nil && len(p.Status.Conditions) == 0
+	})
+	mu.Lock()
+	open, since = true, clk.Now().Add(time.Second)
+	mu.Unlock()
+	n := gets("synced")
+	resync("resync with a watch opened since the last one")
+	waitUntil(t, "the pod read back again", func() bool { return gets("synced") > n })
+	n = gets("synced")
+	if got := resync("resync with the watch open for a whole period"); got != n {
+		t.Errorf("the resync read the pod back %d times with the watch current", got-n)
 	}
 }
