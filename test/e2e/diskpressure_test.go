@@ -64,8 +64,12 @@ func keepSharedImages(t *testing.T, is runtimeapi.ImageServiceClient) {
 // smallMi to its own writable layer, more than the writer's container
 // does: only the emptyDir's usage, counted through the pod's volume stats,
 // ranks the writer first.
+//
+// The filesystem is the machine's, shared with whatever else runs on it:
+// its free space drifted by up to 800Mi during a run, which once left the
+// threshold unmet. writeMi/2 is therefore 1600Mi each way.
 func TestDiskPressureCollectsImagesBeforeEviction(t *testing.T) {
-	const writeMi, smallMi = 1600, 8
+	const writeMi, smallMi = 3200, 8
 	_, is := ifw.NewCRIClient(t)
 	keepSharedImages(t, is)
 	ctx := ctxT(t)
@@ -92,14 +96,14 @@ func TestDiskPressureCollectsImagesBeforeEviction(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPod(t, c, ns, "small", "running", podRunning)
-	// The writer fills the emptyDir in two steps: first up to 200Mi short
+	// The writer fills the emptyDir in two steps: first up to 600Mi short
 	// of the threshold, then, after a pause longer than a volume
 	// measurement (5-10s) plus an eviction check (10s) apart, the rest.
 	// When the threshold is crossed the ranking thus sees the emptyDir
 	// well filled, as it would on a node where pressure builds slowly, and
 	// the runtime has sized the writer's writable layer. The echo gives
 	// its container a log, so that its own usage is above its zero request.
-	firstMi := writeMi/2 - 200
+	firstMi := writeMi/2 - 600
 	writer := podOn(n.NodeName, "writer", "sh", "-c", fmt.Sprintf(
 		"echo filling; dd if=/dev/zero of=/data/fill1 bs=1M count=%d && sleep 30 && dd if=/dev/zero of=/data/fill2 bs=1M count=%d && sleep 3600",
 		firstMi, writeMi-firstMi))
