@@ -37,6 +37,8 @@
 #   BENCH_SCRAPE_ROUNDS rounds (an idle window, then a scraping window) (2)
 #   BENCH_SCRAPE_PLAIN=1 scrape without Accept-Encoding: gzip (Prometheus
 #                      and the default client ask for it)
+#   BENCH_SCRAPE_PROFILE=1 save each kubelet's CPU profile over the last
+#                      scraping window (OUT/profiles/cpu-FLAVOR.pprof)
 #   BENCH_KUBELETS     ours,upstream
 #   BENCH_ENDPOINT     use this CRI endpoint instead of a private containerd
 #                      (only when nothing else runs pods on it)
@@ -239,6 +241,7 @@ log "running (about 3.5 minutes; kubelet logs under ${OUT}/work)"
   -endpoint "$endpoint" "${private_args[@]}" \
   -runs "${BENCH_RUNS:-10}" -mem-pods "${BENCH_MEM_PODS:-30}" -mem-settle "${BENCH_MEM_SETTLE:-30s}" \
   -scrape-pods "${BENCH_SCRAPE_PODS:-100}" -scrapes "${BENCH_SCRAPES:-20}" -scrape-rounds "${BENCH_SCRAPE_ROUNDS:-2}" \
+  -scrape-profile="$([[ ${BENCH_SCRAPE_PROFILE:-0} == 1 ]] && echo "${OUT}/profiles")" \
   -scrape-plain="$([[ ${BENCH_SCRAPE_PLAIN:-0} == 1 ]] && echo true || echo false)" \
   -phases "${BENCH_PHASES:-raw,start,mem}" \
   -work "${OUT}/work" -md "${OUT}/results.md" -json "${OUT}/results.json"

@@ -48,6 +48,7 @@ type options struct {
 	scrapeRounds                    int
 	scrapeInterval                  time.Duration
 	scrapePlain                     bool
+	scrapeProfile                   string
 	memSettle                       time.Duration
 	verbosity                       int
 	phases                          map[string]bool
@@ -168,6 +169,7 @@ func main() {
 	flag.IntVar(&o.scrapes, "scrapes", 20, "/metrics/cadvisor scrapes per round of the scrape phase")
 	flag.IntVar(&o.scrapeRounds, "scrape-rounds", 2, "rounds (an idle window, then a scraping window) of the scrape phase")
 	flag.DurationVar(&o.scrapeInterval, "scrape-interval", time.Second, "time between scrapes in the scrape phase")
+	flag.StringVar(&o.scrapeProfile, "scrape-profile", "", "save a CPU profile of each kubelet over the last scraping window here (DIR/cpu-FLAVOR.pprof, from /debug/pprof/profile)")
 	flag.BoolVar(&o.scrapePlain, "scrape-plain", false, "scrape without Accept-Encoding: gzip (by default the client asks for gzip, as Prometheus does)")
 	flag.StringVar(&phases, "phases", "raw,start,mem", "phases to run (raw, start, mem, scrape; cluster: the kubelets as nodes of -apiserver, rawcluster: the same batches on raw CRI)")
 	flag.StringVar(&o.jsonOut, "json", "", "write the results as JSON here")

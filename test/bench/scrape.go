@@ -9,6 +9,7 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -146,6 +147,14 @@ func runScrapePhase(c *cri, fl flavor, o options) (*scrapeResult, error) {
 		if m1, err = goAllocs(client, metricsURL); err != nil {
 			return res, err
 		}
+		var profiled chan error
+		if o.scrapeProfile != "" && r == o.scrapeRounds-1 {
+			profiled = make(chan error, 1)
+			go func() {
+				profiled <- saveProfile(client, fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/profile?seconds=%d", k.Port, int(window.Seconds())),
+					filepath.Join(o.scrapeProfile, "cpu-"+fl.Name+".pprof"))
+			}()
+		}
 		next := time.Now()
 		for i := 0; i < o.scrapes; i++ {
 			c0 := threadsCPU(pid)
@@ -167,6 +176,11 @@ func runScrapePhase(c *cri, fl flavor, o options) (*scrapeResult, error) {
 		m2, err := goAllocs(client, metricsURL)
 		if err != nil {
 			return res, err
+		}
+		if profiled != nil {
+			if err := <-profiled; err != nil {
+				log.Printf("%s scrape: no CPU profile: %v", fl.Name, err)
+			}
 		}
 		res.BusyCPU += s2.CPU - s1.CPU
 		res.BusyAllocs += m2.mallocs - m1.mallocs
@@ -278,4 +292,30 @@ func goAllocs(client *http.Client, url string) (allocCounts, error) {
 		return a, fmt.Errorf("%s: no go_memstats_mallocs_total or go_memstats_alloc_bytes_total", url)
 	}
 	return a, nil
+}
+
+// saveProfile writes what url (a pprof endpoint) answers to path.
+func saveProfile(client *http.Client, url, path string) error {
+	c := *client
+	c.Timeout = 5 * time.Minute
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
