@@ -112,7 +112,7 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 		RootDir: b.flags.RootDirectory, PodLogsDir: cfg.PodLogsDir, Clock: clk,
 		VolumeStatsAggPeriod: cfg.VolumeStatsAggPeriod.Duration, Cgroups: b.host.cgroups,
 		NodeAllocatableCgroup: node.containers.NodeAllocatableCgroup(), Machine: cadvisorMachine(b.host.machine),
-		PluginVolumes: pluginVolumeStats(p.volumes, p.storage.csi),
+		PluginVolumes: pluginVolumeStats(p.volumes, p.storage.csi), RecentPods: plegLoop.Recent,
 	})
 	killer := eviction.NewKiller(eviction.KillerConfig{Workers: workers, Statuses: p.statuses, Clock: b.clock})
 	activePods := func() []*v1.Pod { return podworkers.Active(p.pods.List(), workers.States()) }

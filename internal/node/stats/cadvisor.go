@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/seed-kubelet/kubelet/internal/runtime/cri"
+	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 )
 
 // Machine is what the machine_* families and cadvisor_version_info of
@@ -282,65 +283,78 @@ func (p *Provider) cadvisorEntries(ctx context.Context) ([]cadvisorEntry, error)
 			out = append(out, cadvisorEntry{ID: c})
 		}
 	}
-	sbResp, err := p.cfg.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
-		Filter: &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}},
-	})
+	pods, err := p.runtimePods(ctx)
 	if err != nil {
 		return out, err
 	}
-	ctrResp, err := p.cfg.Runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{
-		Filter: &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}},
-	})
-	if err != nil {
-		return out, err
-	}
-	bySandbox := map[string][]*runtimeapi.Container{}
-	for _, c := range ctrResp.GetContainers() {
-		bySandbox[c.GetPodSandboxId()] = append(bySandbox[c.GetPodSandboxId()], c)
-	}
-	images := p.imageNames(ctx, ctrResp.GetContainers())
+	images := p.imageNames(ctx, pods)
 	sandboxImage := p.runtimeSandboxImage(ctx)
-	chosen := map[string]*runtimeapi.PodSandbox{}
-	for _, sb := range sbResp.GetItems() {
-		info, ok := p.sandboxInfo(ctx, sb.GetId())
-		if !ok || info.CgroupsPath == "" {
-			continue
-		}
-		chosen[sb.GetId()] = sb
-		md := sb.GetMetadata()
-		if pc, ok := podCgroupOf(info.CgroupsPath, md.GetUid()); ok {
-			out = append(out, cadvisorEntry{ID: pc, Pod: md.GetName(), Namespace: md.GetNamespace()})
-		}
-		out = append(out, cadvisorEntry{
-			ID: cgroupPathOf(info.CgroupsPath), Name: sb.GetId(), Image: sandboxImage,
-			Pod: md.GetName(), Namespace: md.GetNamespace(), NetPid: info.Pid,
-		})
-		for _, c := range bySandbox[sb.GetId()] {
+	chosen := map[string]bool{}
+	for _, pod := range pods {
+		for _, sb := range pod.Sandboxes {
+			if !sb.Ready {
+				continue
+			}
+			info, ok := p.sandboxInfo(ctx, sb.ID)
+			if !ok || info.CgroupsPath == "" {
+				continue
+			}
+			chosen[sb.ID] = true
+			if pc, ok := podCgroupOf(info.CgroupsPath, string(pod.UID)); ok {
+				out = append(out, cadvisorEntry{ID: pc, Pod: pod.Name, Namespace: pod.Namespace})
+			}
 			out = append(out, cadvisorEntry{
-				ID:   cgroupPathOf(containerCgroupsPath(info.CgroupsPath, sb.GetId(), c.GetId())),
-				Name: c.GetId(), Image: images[c.GetImageRef()], Container: c.GetMetadata().GetName(),
-				Pod: md.GetName(), Namespace: md.GetNamespace(),
+				ID: cgroupPathOf(info.CgroupsPath), Name: sb.ID, Image: sandboxImage,
+				Pod: pod.Name, Namespace: pod.Namespace, NetPid: info.Pid,
 			})
+			for _, c := range pod.Containers {
+				if c.SandboxID != sb.ID || c.State != kuberuntime.StateRunning {
+					continue
+				}
+				out = append(out, cadvisorEntry{
+					ID:   cgroupPathOf(containerCgroupsPath(info.CgroupsPath, sb.ID, c.ID)),
+					Name: c.ID, Image: images[c.ImageRef], Container: c.Name,
+					Pod: pod.Name, Namespace: pod.Namespace,
+				})
+			}
 		}
 	}
-	p.keepSandboxInfo(chosen)
+	p.keepSandboxInfo(func(id string) bool { return chosen[id] })
 	sortEntries(out)
 	return out, nil
+}
+
+// scrapeListingAge is how old a shared listing of the runtime's pods a
+// scrape takes (Config.RecentPods): the PLEG relists every second, so with
+// the relist's own time this is the last one unless relisting lags.
+const scrapeListingAge = 2 * time.Second
+
+// runtimePods is the runtime's pods: the PLEG's last relist when fresh,
+// else a listing of the ready sandboxes and running containers.
+func (p *Provider) runtimePods(ctx context.Context) ([]*kuberuntime.RunningPod, error) {
+	if p.cfg.RecentPods != nil {
+		if pods, ok := p.cfg.RecentPods(scrapeListingAge); ok {
+			return pods, nil
+		}
+	}
+	return kuberuntime.ListPods(ctx, p.cfg.Runtime, false)
 }
 
 // imageNames maps the image IDs of containers to their first repo tag,
 // which is what containerd names a container's image; the runtime is asked
 // again only when a container runs an image not seen yet.
-func (p *Provider) imageNames(ctx context.Context, ctrs []*runtimeapi.Container) map[string]string {
+func (p *Provider) imageNames(ctx context.Context, pods []*kuberuntime.RunningPod) map[string]string {
 	st := &p.cadvisor
 	st.mu.Lock()
 	known := st.images
 	st.mu.Unlock()
 	missing := known == nil
-	for _, c := range ctrs {
-		if _, ok := known[c.GetImageRef()]; !ok {
-			missing = true
-			break
+	for _, pod := range pods {
+		for _, c := range pod.Containers {
+			if _, ok := known[c.ImageRef]; !ok && c.State == kuberuntime.StateRunning {
+				missing = true
+				break
+			}
 		}
 	}
 	if !missing {
@@ -367,9 +381,11 @@ func (p *Provider) imageNames(ctx context.Context, ctrs []*runtimeapi.Container)
 			names[d] = names[im.GetId()]
 		}
 	}
-	for _, c := range ctrs {
-		if _, ok := names[c.GetImageRef()]; !ok {
-			names[c.GetImageRef()] = "" // not listed: do not ask again for it
+	for _, pod := range pods {
+		for _, c := range pod.Containers {
+			if _, ok := names[c.ImageRef]; !ok {
+				names[c.ImageRef] = "" // not listed: do not ask again for it
+			}
 		}
 	}
 	st.mu.Lock()

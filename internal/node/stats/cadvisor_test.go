@@ -2,6 +2,7 @@ package stats
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
+	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 )
 
 // cadvisorFixture is a fake machine: a cgroup v1 tree (separate cpu and
@@ -434,3 +436,42 @@ type discardWriter struct{}
 func (discardWriter) Header() http.Header         { return http.Header{} }
 func (discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (discardWriter) WriteHeader(int)             {}
+
+// A scrape takes the PLEG's listing when it is fresh and lists the runtime
+// itself only when it is not.
+func TestCadvisorSharesThePLEGListing(t *testing.T) {
+	for _, fresh := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fresh=%v", fresh), func(t *testing.T) {
+			f := newCadvisorFixture(t)
+			listed, err := kuberuntime.ListPods(context.Background(), f.rt, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var asked time.Duration
+			f.p.cfg.RecentPods = func(maxAge time.Duration) ([]*kuberuntime.RunningPod, bool) {
+				asked = maxAge
+				return listed, fresh
+			}
+			before := f.rt.callCount("ListPodSandbox") + f.rt.callCount("ListContainers")
+			_, mfs := f.scrape(t)
+			lists := f.rt.callCount("ListPodSandbox") + f.rt.callCount("ListContainers") - before
+			if asked != scrapeListingAge {
+				t.Errorf("asked for a listing at most %v old, want %v", asked, scrapeListingAge)
+			}
+			if want := map[bool]int{true: 0, false: 2}[fresh]; lists != want {
+				t.Errorf("the scrape listed the runtime %d times, want %d", lists, want)
+			}
+			found := false
+			for _, m := range mfs["container_memory_usage_bytes"].GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "container" && l.GetValue() == "app" {
+						found = true
+					}
+				}
+			}
+			if !found {
+				t.Error("no container_memory_usage_bytes series for container app")
+			}
+		})
+	}
+}

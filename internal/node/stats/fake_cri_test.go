@@ -3,14 +3,18 @@ package stats
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/seed-kubelet/kubelet/internal/runtime/criconfig"
 )
 
 // fakeRuntime answers the CRI calls the stats use from canned data; any
@@ -61,9 +65,26 @@ func (f *fakeRuntime) ListPodSandbox(context.Context, *runtimeapi.ListPodSandbox
 	return &runtimeapi.ListPodSandboxResponse{Items: f.sandboxes}, nil
 }
 
+// ListContainers labels each container as the kubelet does, with its
+// sandbox's pod and its own name, unless the test labelled it.
 func (f *fakeRuntime) ListContainers(context.Context, *runtimeapi.ListContainersRequest, ...grpc.CallOption) (*runtimeapi.ListContainersResponse, error) {
 	f.count("ListContainers")
-	return &runtimeapi.ListContainersResponse{Containers: f.containers}, nil
+	out := make([]*runtimeapi.Container, len(f.containers))
+	for i, c := range f.containers {
+		out[i] = c
+		if c.Labels != nil {
+			continue
+		}
+		for _, sb := range f.sandboxes {
+			if sb.GetId() == c.GetPodSandboxId() {
+				l := maps.Clone(sb.GetLabels())
+				l[criconfig.LabelContainerName] = c.GetMetadata().GetName()
+				out[i] = proto.CloneOf(c)
+				out[i].Labels = l
+			}
+		}
+	}
+	return &runtimeapi.ListContainersResponse{Containers: out}, nil
 }
 
 func (f *fakeRuntime) ListContainerStats(context.Context, *runtimeapi.ListContainerStatsRequest, ...grpc.CallOption) (*runtimeapi.ListContainerStatsResponse, error) {
@@ -124,6 +145,7 @@ func sandbox(id, ns, name, uid string, ready bool, created int64) *runtimeapi.Po
 	return &runtimeapi.PodSandbox{
 		Id: id, State: st, CreatedAt: created,
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: ns, Uid: uid},
+		Labels:   map[string]string{criconfig.LabelPodName: name, criconfig.LabelPodNamespace: ns, criconfig.LabelPodUID: uid},
 	}
 }
 

@@ -185,7 +185,7 @@ func (p *Provider) podStats(ctx context.Context, now time.Time, nodeFs *fsInfo) 
 		}
 		out = append(out, assemblePod(in, nodeFs, now))
 	}
-	p.keepSandboxInfo(chosen)
+	p.keepSandboxInfo(func(id string) bool { _, ok := chosen[id]; return ok })
 	p.keepVolumes(nodeFs != nil, measured)
 	sortPods(out)
 	return out, nil
@@ -357,11 +357,12 @@ func (p *Provider) sandboxInfo(ctx context.Context, id string) (sandboxInfo, boo
 }
 
 // keepSandboxInfo forgets the cached info of sandboxes no longer reported.
-func (p *Provider) keepSandboxInfo(chosen map[string]*runtimeapi.PodSandbox) {
+// reported names those still reported; nil forgets them all.
+func (p *Provider) keepSandboxInfo(reported func(id string) bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for id := range p.sandboxes {
-		if _, ok := chosen[id]; !ok {
+		if reported == nil || !reported(id) {
 			delete(p.sandboxes, id)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/seed-kubelet/kubelet/internal/node/hostinfo"
+	"github.com/seed-kubelet/kubelet/internal/runtime/kuberuntime"
 )
 
 // Rate windows: a CPU reading replaces the kept one only after
@@ -68,6 +69,11 @@ type Config struct {
 	// PluginVolumes lists a pod's volumes that plugins measure (claims'
 	// CSI and local volumes, CSI inline volumes); nil reports none.
 	PluginVolumes func(pod *v1.Pod) []PluginVolume
+	// RecentPods returns the runtime's pods as last listed if that listing
+	// is at most maxAge old (pleg.PLEG.Recent): a /metrics/cadvisor scrape
+	// shares the PLEG's relist instead of listing the runtime again. nil,
+	// or no listing that fresh, lists the runtime.
+	RecentPods func(maxAge time.Duration) ([]*kuberuntime.RunningPod, bool)
 	// ShowHiddenMetrics also exposes scrape_error, deprecated since 1.29 and
 	// hidden by upstream v1.36 unless --show-hidden-metrics-for-version is set.
 	ShowHiddenMetrics bool

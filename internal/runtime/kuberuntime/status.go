@@ -148,17 +148,23 @@ func containerStatusFromCRI(s *runtimeapi.ContainerStatus, sandboxID string) *Co
 // GetPods lists every pod the kubelet created on the runtime, grouped by
 // pod UID. With all false, only ready sandboxes and running containers.
 func (m *Manager) GetPods(ctx context.Context, all bool) ([]*RunningPod, error) {
+	return ListPods(ctx, m.cfg.Runtime, all)
+}
+
+// ListPods lists the runtime's sandboxes and containers, grouped by pod;
+// without all, only the ready sandboxes and the running containers.
+func ListPods(ctx context.Context, rs runtimeapi.RuntimeServiceClient, all bool) ([]*RunningPod, error) {
 	sreq := &runtimeapi.ListPodSandboxRequest{}
 	creq := &runtimeapi.ListContainersRequest{}
 	if !all {
 		sreq.Filter = &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}}
 		creq.Filter = &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}
 	}
-	sbs, err := m.cfg.Runtime.ListPodSandbox(ctx, sreq)
+	sbs, err := rs.ListPodSandbox(ctx, sreq)
 	if err != nil {
 		return nil, fmt.Errorf("list pod sandboxes: %w", err)
 	}
-	cs, err := m.cfg.Runtime.ListContainers(ctx, creq)
+	cs, err := rs.ListContainers(ctx, creq)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}

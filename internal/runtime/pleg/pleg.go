@@ -89,7 +89,9 @@ type PLEG struct {
 	mu         sync.Mutex
 	last       map[types.UID]map[string]kuberuntime.ContainerState
 	lastRelist time.Time
-	streaming  bool
+	// pods is the last relist's listing, shared read-only (Recent).
+	pods      []*kuberuntime.RunningPod
+	streaming bool
 }
 
 // New returns a PLEG.
@@ -144,6 +146,7 @@ func (p *PLEG) Relist(ctx context.Context) {
 	p.mu.Lock()
 	events := Diff(p.last, cur)
 	p.last = cur
+	p.pods = pods
 	if !p.lastRelist.IsZero() {
 		p.cfg.Metrics.PLEGRelistInterval.Observe(start.Sub(p.lastRelist).Seconds())
 	}
@@ -162,6 +165,19 @@ func (p *PLEG) emit(e Event) {
 	default:
 		klog.V(2).InfoS("PLEG event channel is full, discarding event (the next relist catches up)", "podUID", e.ID, "type", e.Type)
 	}
+}
+
+// Recent returns the pods of the last relist if it started at most maxAge
+// ago, so that a reader wanting the runtime's pods about as fresh as a
+// relist (the /metrics/cadvisor scrape) shares it instead of listing the
+// runtime again. The pods are shared: read them, never change them.
+func (p *PLEG) Recent(maxAge time.Duration) ([]*kuberuntime.RunningPod, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pods == nil || p.cfg.Clock.Since(p.lastRelist) > maxAge {
+		return nil, false
+	}
+	return p.pods, true
 }
 
 // Healthy reports whether relisting keeps up.

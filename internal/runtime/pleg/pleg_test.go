@@ -78,3 +78,24 @@ func TestRelistEmitsAndHealth(t *testing.T) {
 		t.Fatal("PLEG still healthy after relisting stalled past the threshold")
 	}
 }
+
+// Recent shares the last relist's pods while it is at most maxAge old.
+func TestRecentSharesTheLastRelist(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	l := &fakeLister{pods: []*kuberuntime.RunningPod{{UID: "p"}}}
+	p := New(Config{Lister: l, Clock: clk, RelistPeriod: time.Second, RelistThreshold: 3 * time.Minute})
+	if _, ok := p.Recent(2 * time.Second); ok {
+		t.Fatal("Recent before any relist")
+	}
+	p.Relist(context.Background())
+	for _, tc := range []struct {
+		step time.Duration
+		want bool
+	}{{0, true}, {2 * time.Second, true}, {time.Millisecond, false}} {
+		clk.Step(tc.step)
+		pods, ok := p.Recent(2 * time.Second)
+		if ok != tc.want || (ok && (len(pods) != 1 || pods[0].UID != "p")) {
+			t.Errorf("%v after the relist: Recent = %v, %v; want ok %v", clk.Since(time.Unix(1000, 0)), pods, ok, tc.want)
+		}
+	}
+}
