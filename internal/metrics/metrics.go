@@ -43,6 +43,16 @@ type Metrics struct {
 	// PLEGRelistDuration and PLEGRelistInterval time the PLEG's relists.
 	PLEGRelistDuration prometheus.Histogram
 	PLEGRelistInterval prometheus.Histogram
+	// DesiredPods, ActivePods, WorkingPods and RestartedPods are set by
+	// each housekeeping once every source has been seen, as upstream's
+	// HandlePodCleanups: pods the sources ask for, those admitted and
+	// holding node resources (static: "true" or ""), pod workers by
+	// lifecycle, config and static, and pods started again because their
+	// UID came back while its old worker was still terminating.
+	DesiredPods   *prometheus.GaugeVec
+	ActivePods    *prometheus.GaugeVec
+	WorkingPods   *prometheus.GaugeVec
+	RestartedPods *prometheus.CounterVec
 	// RunningPods and RunningContainers are set from each relist.
 	RunningPods       prometheus.Gauge
 	RunningContainers *prometheus.GaugeVec
@@ -107,6 +117,22 @@ func New() *Metrics {
 			Help:    "Interval in seconds between relisting in PLEG.",
 			Buckets: plegBuckets,
 		}),
+		DesiredPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: subsystem, Name: "desired_pods",
+			Help: "[ALPHA] The number of pods the kubelet is being instructed to run. static is true if the pod is not from the apiserver.",
+		}, []string{"static"}),
+		ActivePods: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: subsystem, Name: "active_pods",
+			Help: "[ALPHA] The number of pods the kubelet considers active and which are being considered when admitting new pods. static is true if the pod is not from the apiserver.",
+		}, []string{"static"}),
+		WorkingPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: subsystem, Name: "working_pods",
+			Help: "[ALPHA] Number of pods the kubelet is actually running, broken down by lifecycle phase, whether the pod is desired, orphaned, or runtime only (also orphaned), and whether the pod is static. An orphaned pod has been removed from local configuration or force deleted in the API and consumes resources that are not otherwise visible.",
+		}, []string{"lifecycle", "config", "static"}),
+		RestartedPods: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: subsystem, Name: "restarted_pods_total",
+			Help: "[ALPHA] Number of pods that have been restarted because they were deleted and recreated with the same UID while the kubelet was watching them (common for static pods, extremely uncommon for API pods)",
+		}, []string{"static"}),
 		RunningPods: prometheus.NewGauge(prometheus.GaugeOpts{
 			Subsystem: subsystem, Name: "running_pods",
 			Help: "Number of pods that have a running pod sandbox",
@@ -202,6 +228,7 @@ func New() *Metrics {
 func (m *Metrics) Registry(extra ...prometheus.Collector) *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(m.PodStartDuration, m.PodStartSLIDuration, m.PodWorkerDuration, m.PLEGRelistDuration, m.PLEGRelistInterval,
+		m.DesiredPods, m.ActivePods, m.WorkingPods, m.RestartedPods,
 		m.RunningPods, m.RunningContainers, m.RuntimeOperationsDuration, m.RuntimeOperationsTotal,
 		m.RuntimeOperationsErrors, m.Evictions, m.EvictionStatsAge, m.ImageGarbageCollected,
 		m.GracefulShutdownStartTime, m.GracefulShutdownEndTime,

@@ -147,6 +147,25 @@ func scrapeKubelet(t *testing.T, bin string) map[string]scraped {
 		}
 		return true, nil
 	})
+	// Housekeeping's pod counts (kubelet_desired_pods, kubelet_active_pods,
+	// kubelet_working_pods, kubelet_restarted_pods_total) appear with its
+	// first pass once every source has been seen: wait for it too.
+	framework.Eventually(t, 30*time.Second, 200*time.Millisecond, "a housekeeping pass that counts the pod", func() (bool, error) {
+		s, err := scrape(base + "/metrics")
+		if err != nil {
+			return false, err
+		}
+		f, ok := s.families["kubelet_desired_pods"]
+		if !ok {
+			return false, fmt.Errorf("no kubelet_desired_pods yet")
+		}
+		for _, m := range f.GetMetric() {
+			if m.GetGauge().GetValue() >= 1 {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("kubelet_desired_pods does not count the pod yet")
+	})
 	for _, ep := range familyEndpoints {
 		s, err := scrape(base + ep)
 		if err != nil {

@@ -6,5 +6,8 @@
 //
 // Invariants: at most one worker per UID; a pod whose full name is still
 // held by another, not yet terminated, pod (an edited static pod) waits
-// until that pod has terminated before it starts.
+// until that pod has terminated before it starts; a pod added again (Create)
+// under the UID of a pod asked to stop is not restarted in place: the worker
+// finishes the termination and reports RestartRequested, and housekeeping
+// forgets it and starts the pod afresh.
 package podworkers

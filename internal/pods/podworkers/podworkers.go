@@ -35,6 +35,12 @@ const (
 	Sync UpdateType = iota
 	// Kill asks the pod to stop; Removed says it is gone from its source.
 	Kill
+	// Create is a Sync for a pod its source has just added (upstream's
+	// SyncPodCreate). When the UID's worker is already terminating or
+	// terminated (a static pod removed and added back with the same UID),
+	// the pod is marked to restart: housekeeping forgets the finished
+	// worker and starts it again (RestartRequested).
+	Create
 )
 
 // Update is one request for a pod.
@@ -102,6 +108,8 @@ type worker struct {
 	removed    bool
 	cleaned    bool // terminated-cleanup done (with removal if removed)
 	synced     bool // SyncPod ran at least once
+	// restart: a Create arrived after the pod was asked to stop.
+	restart bool
 	// waiters are closed when the worker reaches Terminated.
 	waiters  []chan<- struct{}
 	wake     chan struct{}
@@ -182,6 +190,11 @@ func (p *PodWorkers) UpdatePod(u Update) {
 				w.waiters = append(w.waiters, u.Terminated)
 			}
 		}
+	} else if u.Type == Create && w.kill != nil {
+		if !w.restart {
+			klog.V(4).InfoS("Pod is stopping but was added again with the same UID: it restarts once terminated", "pod", klog.KObj(u.Pod), "podUID", w.uid)
+		}
+		w.restart = true
 	} else if w.state == Syncing {
 		cp := u
 		w.pending = &cp
@@ -438,6 +451,10 @@ type PodState struct {
 	State   State
 	Removed bool
 	Cleaned bool
+	// RestartRequested: the pod was added again with the same UID while
+	// it stopped; once Cleaned its worker is to be forgotten and the pod
+	// started afresh.
+	RestartRequested bool
 }
 
 // States lists every worker's state.
@@ -446,7 +463,7 @@ func (p *PodWorkers) States() map[types.UID]PodState {
 	defer p.mu.Unlock()
 	out := make(map[types.UID]PodState, len(p.workers))
 	for uid, w := range p.workers {
-		out[uid] = PodState{Pod: w.pod, State: w.state, Removed: w.removed, Cleaned: w.cleaned}
+		out[uid] = PodState{Pod: w.pod, State: w.state, Removed: w.removed, Cleaned: w.cleaned, RestartRequested: w.restart}
 	}
 	return out
 }

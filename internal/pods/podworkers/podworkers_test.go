@@ -318,3 +318,36 @@ func TestKillCancelsTheSyncInFlight(t *testing.T) {
 	pw.UpdatePod(Update{Pod: deleted, Type: Kill, GracePeriod: &grace})
 	expect(t, rec, "sync a cancelled", "terminating a grace 30 deleted", "terminated a")
 }
+
+// A pod added again with the UID of a pod that is stopping (a static pod
+// whose manifest was removed and put back) is marked to restart, as
+// upstream's restartRequested: the old worker finishes its termination
+// and is not restarted in place; housekeeping forgets it and starts the
+// pod afresh. A Create of an unknown or syncing pod is a plain sync.
+func TestCreateOfStoppingPodRequestsRestart(t *testing.T) {
+	pw, rec, _ := newTest(t)
+	p := pod("a", "web", "v1")
+	pw.UpdatePod(Update{Pod: p, Type: Create})
+	expect(t, rec, "sync a v1")
+	pw.UpdatePod(Update{Pod: pod("a", "web", "v2"), Type: Create})
+	expect(t, rec, "sync a v2")
+	if pw.States()["a"].RestartRequested {
+		t.Fatal("restart requested for a pod that was never asked to stop")
+	}
+	pw.UpdatePod(Update{Pod: p, Type: Kill, Removed: true})
+	expect(t, rec, "terminating a grace -", "removed a")
+	pw.UpdatePod(Update{Pod: p, Type: Create})
+	expectNothing(t, rec)
+	st := pw.States()["a"]
+	if st.State != Terminated || !st.Cleaned || !st.RestartRequested {
+		t.Fatalf("state = %+v, want terminated, cleaned, restart requested", st)
+	}
+	if !pw.Forget("a") {
+		t.Fatal("Forget of a finished worker failed")
+	}
+	pw.UpdatePod(Update{Pod: p, Type: Create})
+	expect(t, rec, "sync a v1")
+	if pw.States()["a"].RestartRequested {
+		t.Fatal("the new worker carries the old one's restart request")
+	}
+}

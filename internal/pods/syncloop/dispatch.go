@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/seed-kubelet/kubelet/internal/metrics"
 	"github.com/seed-kubelet/kubelet/internal/pods/allocation"
 	"github.com/seed-kubelet/kubelet/internal/pods/podmanager"
 	"github.com/seed-kubelet/kubelet/internal/pods/podstatus"
@@ -78,6 +79,10 @@ type DispatcherConfig struct {
 	// and handles in-place resizes (a spec whose resources changed); nil
 	// admits with Admit and resizes nothing.
 	Allocations Allocations
+	// Metrics receives kubelet_desired_pods, kubelet_active_pods,
+	// kubelet_working_pods and kubelet_restarted_pods_total; nil means a
+	// private set nobody serves.
+	Metrics *metrics.Metrics
 }
 
 // Allocations is what the dispatcher needs of the allocation manager.
@@ -106,12 +111,18 @@ type Dispatcher struct {
 	cleaning map[types.UID]bool
 	// volumesBusy is set while a CleanupPodVolumes pass runs.
 	volumesBusy bool
+	// gauges are the pod count series, resolved at the first report so
+	// that they show once housekeeping has run, as upstream's.
+	gauges *podCountSeries
 }
 
 var _ Handler = (*Dispatcher)(nil)
 
 // NewDispatcher returns a Dispatcher.
 func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
 	return &Dispatcher{cfg: cfg, cleaning: map[types.UID]bool{}}
 }
 
@@ -129,10 +140,14 @@ func (d *Dispatcher) HandlePodUpdate(ctx context.Context, u sources.PodUpdate) {
 				continue
 			}
 			d.cfg.Pods.AddOrUpdate(p)
+			typ := podworkers.Sync
 			if !known {
 				d.updateQOS()
+				// Added again with the UID of a pod still stopping: the
+				// worker restarts it once it has terminated.
+				typ = podworkers.Create
 			}
-			d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Sync})
+			d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: typ})
 		case sources.UPDATE:
 			old, known := d.cfg.Pods.Get(p.UID)
 			if !known {
@@ -258,8 +273,10 @@ func (d *Dispatcher) HandleProbeUpdate(ctx context.Context, u prober.Update) {
 // HandleSyncTick syncs pods whose resync or back-off time has come.
 func (d *Dispatcher) HandleSyncTick(ctx context.Context) { d.cfg.Workers.SyncDue() }
 
-// HandleHousekeeping forgets finished workers, stops pods the runtime runs
-// that no source wants, and removes their leftover directories.
+// HandleHousekeeping forgets finished workers, restarts pods added again
+// with the UID of a pod that was stopping, stops pods the runtime runs
+// that no source wants, removes their leftover directories and reports
+// the pod counts.
 func (d *Dispatcher) HandleHousekeeping(ctx context.Context) {
 	if d.cfg.OnHousekeeping != nil {
 		d.cfg.OnHousekeeping(ctx)
@@ -267,7 +284,7 @@ func (d *Dispatcher) HandleHousekeeping(ctx context.Context) {
 	d.updateQOS()
 	states := d.cfg.Workers.States()
 	for uid, s := range states {
-		if _, wanted := d.cfg.Pods.Get(uid); !wanted && s.State == podworkers.Terminated && s.Cleaned {
+		if _, wanted := d.cfg.Pods.Get(uid); (!wanted || s.RestartRequested) && s.State == podworkers.Terminated && s.Cleaned {
 			d.cfg.Workers.Forget(uid)
 			delete(states, uid)
 		}
@@ -283,16 +300,22 @@ func (d *Dispatcher) HandleHousekeeping(ctx context.Context) {
 		klog.ErrorS(err, "Housekeeping: cannot list pods from the runtime")
 		return
 	}
-	known := map[types.UID]bool{}
-	for _, p := range d.cfg.Pods.List() {
-		known[p.UID] = true
+	pods := d.cfg.Pods.List()
+	restart := toRestart(pods, states)
+	for _, p := range restart {
+		klog.V(3).InfoS("Pod will be restarted: it was added again with the same UID while its old worker stopped", "pod", klog.KObj(p), "podUID", p.UID)
+		d.cfg.Workers.UpdatePod(podworkers.Update{Pod: p, Type: podworkers.Create})
+	}
+	wanted := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		wanted[p.UID] = true
 	}
 	if d.cfg.Allocations != nil {
-		desired := make(map[types.UID]bool, len(known))
-		for uid := range known {
-			desired[uid] = true
-		}
-		d.cfg.Allocations.RemoveOrphans(desired)
+		d.cfg.Allocations.RemoveOrphans(wanted)
+	}
+	known := make(map[types.UID]bool, len(wanted)+len(states))
+	for uid := range wanted {
+		known[uid] = true
 	}
 	for uid := range states {
 		known[uid] = true
@@ -309,6 +332,10 @@ func (d *Dispatcher) HandleHousekeeping(ctx context.Context) {
 			go d.cleanupOrphan(ctx, rp)
 		}
 	}
+	d.mu.Lock()
+	runtimeOnly := len(d.cleaning)
+	d.mu.Unlock()
+	d.reportCounts(countPods(pods, wanted, states, restart, runtimeOnly))
 	onRuntime := map[types.UID]bool{}
 	for _, rp := range running {
 		onRuntime[rp.UID] = true
