@@ -36,7 +36,7 @@ type base struct {
 	// identity is the kubelet's client certificate (TLS bootstrap and
 	// rotation); nil in standalone mode.
 	identity *certificate.Client
-	recorder events.AnnotatedRecorder
+	recorder *events.Broadcaster
 	// events keeps the recent events in standalone mode (the recorder);
 	// nil in cluster mode, where they go to the API server.
 	events *events.Ring
@@ -64,7 +64,7 @@ func connect(ctx context.Context, o *options.Options, host hostInfo) (*base, err
 	var api *clients
 	var identity *certificate.Client
 	var ring *events.Ring
-	var recorder events.AnnotatedRecorder
+	var recorder *events.Broadcaster
 	if o.Flags.KubeConfig == "" {
 		// Standalone: the events go where the API server would keep them,
 		// for the local API.

@@ -64,7 +64,7 @@ var _ events.Sink = kubeclient.EventSink{}
 
 // eventRecorder sends events to sink (the API server, or the standalone
 // node's Ring) through our broadcaster until ctx ends.
-func eventRecorder(ctx context.Context, sink events.Sink, nodeName string, clk clock.Clock) events.AnnotatedRecorder {
+func eventRecorder(ctx context.Context, sink events.Sink, nodeName string, clk clock.Clock) *events.Broadcaster {
 	b := events.NewBroadcaster(events.BroadcasterConfig{
 		Sink:   sink,
 		Scheme: kubeclient.Scheme,

@@ -143,7 +143,7 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 	dc := syncloop.DispatcherConfig{
 		Pods: p.pods, Workers: workers, Runtime: p.runtime, SourcesReady: p.sourcesReady, Admit: admitter.Admit,
 		UpdateQOS: node.containers.UpdateQOS, CleanupPodCgroups: node.containers.Housekeeping, Allocations: allocations,
-		CleanupPodVolumes: p.volumes.CleanupOrphans, Metrics: b.metrics,
+		CleanupPodVolumes: p.volumes.CleanupOrphans, Metrics: b.metrics, ForgetEvents: b.recorder.Forget,
 	}
 	var cluster *clusterParts
 	if b.api != nil {

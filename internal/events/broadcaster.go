@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record/util"
 	"k8s.io/client-go/tools/reference"
@@ -62,8 +63,15 @@ type BroadcasterConfig struct {
 type Broadcaster struct {
 	cfg        BroadcasterConfig
 	correlator *Correlator
-	queue      chan *v1.Event
+	queue      chan queued
 	stopped    chan struct{}
+}
+
+// queued is an event to write, or an object whose correlator entries are
+// to be forgotten once the events queued before have been written.
+type queued struct {
+	event  *v1.Event
+	forget types.UID
 }
 
 var _ Recorder = (*Broadcaster)(nil)
@@ -79,7 +87,7 @@ func NewBroadcaster(cfg BroadcasterConfig) *Broadcaster {
 	if cfg.Jitter == nil {
 		cfg.Jitter = rand.Float64
 	}
-	return &Broadcaster{cfg: cfg, correlator: NewCorrelator(cfg.Clock), queue: make(chan *v1.Event, cfg.QueueLength), stopped: make(chan struct{})}
+	return &Broadcaster{cfg: cfg, correlator: NewCorrelator(cfg.Clock), queue: make(chan queued, cfg.QueueLength), stopped: make(chan struct{})}
 }
 
 // Eventf queues an event about obj (a typed object of the scheme or an
@@ -113,7 +121,7 @@ func (b *Broadcaster) record(obj runtime.Object, annotations map[string]string, 
 	default:
 	}
 	select {
-	case b.queue <- e:
+	case b.queue <- queued{event: e}:
 	default:
 		klog.ErrorS(nil, "Unable to record event: too many queued events, dropped event", "event", e)
 	}
@@ -141,6 +149,18 @@ func (b *Broadcaster) makeEvent(ref *v1.ObjectReference, annotations map[string]
 	}
 }
 
+// Forget has the correlator drop what it holds about the object uid (a pod
+// that is gone), after the events about it already queued are written. A
+// full queue drops the request; the entries then wait for eviction, as
+// upstream's always do.
+func (b *Broadcaster) Forget(uid types.UID) {
+	select {
+	case b.queue <- queued{forget: uid}:
+	default:
+		klog.V(4).InfoS("Event queue full; the correlator keeps the entries of a removed object until they are evicted", "uid", uid)
+	}
+}
+
 // Run writes queued events until ctx ends; events still queued then are
 // dropped, as upstream's broadcaster does on shutdown.
 func (b *Broadcaster) Run(ctx context.Context) {
@@ -149,8 +169,12 @@ func (b *Broadcaster) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case e := <-b.queue:
-			b.write(ctx, e)
+		case q := <-b.queue:
+			if q.event == nil {
+				b.correlator.Forget(q.forget)
+				continue
+			}
+			b.write(ctx, q.event)
 		}
 	}
 }

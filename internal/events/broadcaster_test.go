@@ -256,3 +256,21 @@ func TestBroadcasterAnnotatedEvent(t *testing.T) {
 		t.Fatalf("annotated event %+v", c.event)
 	}
 }
+
+// Forget runs in queue order: an event queued before it is written (and
+// correlated) first, so the pod's entries are gone afterwards and its next
+// event is created anew, not patched.
+func TestBroadcasterForgetsAfterTheQueuedEvents(t *testing.T) {
+	sink := &fakeSink{calls: make(chan call, 10)}
+	b, _ := newTestBroadcaster(sink, 0)
+	b.Eventf(testPod(), v1.EventTypeNormal, Pulling, "Pulling image %q", "nginx")
+	b.Forget("u1")
+	start(t, b)
+	if c := <-sink.calls; c.verb != "create" {
+		t.Fatalf("first write %s, want create", c.verb)
+	}
+	b.Eventf(testPod(), v1.EventTypeNormal, Pulling, "Pulling image %q", "nginx")
+	if c := <-sink.calls; c.verb != "create" || c.event.Count != 1 {
+		t.Fatalf("after Forget: %s with count %d, want a new event", c.verb, c.event.Count)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
@@ -39,18 +40,76 @@ const (
 // similar event within AggregateInterval is replaced by an aggregated one;
 // an event already written (same key) is written again as a patch of its
 // count, lastTimestamp and message. Safe for concurrent use.
+//
+// Beyond upstream, Forget drops what the caches hold about an object that
+// is gone (a deleted pod), so that their memory follows the objects that
+// exist rather than the last 4096 that did: with pods created and deleted
+// all day, upstream's caches stay full.
 type Correlator struct {
 	clock clock.PassiveClock
 
 	mu         sync.Mutex
-	spam       *lru.Cache // spamKey → flowcontrol.PassiveRateLimiter
+	spam       *lru.Cache // spamKey → spamEntry
 	aggregates *lru.Cache // aggregateKey → aggregateRecord
 	written    *lru.Cache // eventKey (or aggregateKey) → writtenEvent
+	// byObject indexes the entries of the three caches by the UID of the
+	// object their events are about; entries leave it when evicted.
+	byObject map[types.UID]map[cachedKey]struct{}
+}
+
+// cachedKey is a key of one of the correlator's caches.
+type cachedKey struct {
+	cache *lru.Cache
+	key   string
 }
 
 // NewCorrelator returns a correlator with upstream's limits.
 func NewCorrelator(clk clock.PassiveClock) *Correlator {
-	return &Correlator{clock: clk, spam: lru.New(cacheEntries), aggregates: lru.New(cacheEntries), written: lru.New(cacheEntries)}
+	c := &Correlator{clock: clk, byObject: map[types.UID]map[cachedKey]struct{}{}}
+	c.spam = lru.NewWithEvictionFunc(cacheEntries, c.evicted(func() *lru.Cache { return c.spam }))
+	c.aggregates = lru.NewWithEvictionFunc(cacheEntries, c.evicted(func() *lru.Cache { return c.aggregates }))
+	c.written = lru.NewWithEvictionFunc(cacheEntries, c.evicted(func() *lru.Cache { return c.written }))
+	return c
+}
+
+// add stores value under key in cache, indexed by the event's object.
+func (c *Correlator) add(cache *lru.Cache, key string, value cached) {
+	cache.Add(key, value)
+	uid := value.object()
+	if uid == "" {
+		return
+	}
+	keys, ok := c.byObject[uid]
+	if !ok {
+		keys = map[cachedKey]struct{}{}
+		c.byObject[uid] = keys
+	}
+	keys[cachedKey{cache, key}] = struct{}{}
+}
+
+// evicted is a cache's eviction function: the entry leaves the index. It
+// runs under c.mu (inside add or Forget).
+func (c *Correlator) evicted(cache func() *lru.Cache) lru.EvictionFunc {
+	return func(key lru.Key, value any) {
+		uid := value.(cached).object()
+		keys := c.byObject[uid]
+		delete(keys, cachedKey{cache(), key.(string)})
+		if len(keys) == 0 {
+			delete(c.byObject, uid)
+		}
+	}
+}
+
+// Forget drops every cached entry about the object uid: its spam bucket,
+// its aggregation records and its written events. An event about it
+// afterwards starts afresh, as after an eviction.
+func (c *Correlator) Forget(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.byObject[uid] {
+		k.cache.Remove(k.key)
+	}
+	delete(c.byObject, uid)
 }
 
 // Correlated is the correlator's decision for one event.
@@ -64,9 +123,13 @@ type Correlated struct {
 	Skip bool
 }
 
+// cached is a value of the correlator's caches: it knows its object.
+type cached interface{ object() types.UID }
+
 type aggregateRecord struct {
 	messages sets.Set[string] // distinct messages seen, at most AggregateMaxEvents-1 kept
 	last     time.Time
+	uid      types.UID
 }
 
 type writtenEvent struct {
@@ -74,7 +137,17 @@ type writtenEvent struct {
 	firstTimestamp  metav1.Time
 	name            string
 	resourceVersion string
+	uid             types.UID
 }
+
+type spamEntry struct {
+	limiter flowcontrol.PassiveRateLimiter
+	uid     types.UID
+}
+
+func (r aggregateRecord) object() types.UID { return r.uid }
+func (w writtenEvent) object() types.UID    { return w.uid }
+func (s spamEntry) object() types.UID       { return s.uid }
 
 // eventKey identifies identical events: everything but the timestamps,
 // count and name.
@@ -114,11 +187,11 @@ func (c *Correlator) aggregate(e *v1.Event) (*v1.Event, string) {
 		rec = v.(aggregateRecord)
 	}
 	if now.Sub(rec.last) > AggregateInterval {
-		rec = aggregateRecord{messages: sets.New[string]()}
+		rec = aggregateRecord{messages: sets.New[string](), uid: e.InvolvedObject.UID}
 	}
 	rec.messages.Insert(e.Message)
 	rec.last = now
-	c.aggregates.Add(akey, rec)
+	c.add(c.aggregates, akey, rec)
 	if rec.messages.Len() < AggregateMaxEvents {
 		return e, eventKey(e)
 	}
@@ -151,7 +224,7 @@ func (c *Correlator) observe(e *v1.Event, key string) (*v1.Event, []byte, error)
 			patch, err = repeatPatch(&ev)
 		}
 	}
-	c.written.Add(key, writtenEvent{count: ev.Count, firstTimestamp: ev.FirstTimestamp, name: ev.Name, resourceVersion: ev.ResourceVersion})
+	c.add(c.written, key, writtenEvent{count: ev.Count, firstTimestamp: ev.FirstTimestamp, name: ev.Name, resourceVersion: ev.ResourceVersion, uid: ev.InvolvedObject.UID})
 	return &ev, patch, err
 }
 
@@ -177,12 +250,12 @@ func (c *Correlator) allow(e *v1.Event) bool {
 	key := SpamKey(e)
 	var rl flowcontrol.PassiveRateLimiter
 	if v, ok := c.spam.Get(key); ok {
-		rl = v.(flowcontrol.PassiveRateLimiter)
+		rl = v.(spamEntry).limiter
 	} else {
 		rl = flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(SpamQPS, SpamBurst, c.clock)
 	}
 	ok := rl.TryAccept()
-	c.spam.Add(key, rl)
+	c.add(c.spam, key, spamEntry{limiter: rl, uid: e.InvolvedObject.UID})
 	return ok
 }
 
@@ -191,5 +264,5 @@ func (c *Correlator) allow(e *v1.Event) bool {
 func (c *Correlator) UpdateState(e *v1.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.written.Add(eventKey(e), writtenEvent{count: e.Count, firstTimestamp: e.FirstTimestamp, name: e.Name, resourceVersion: e.ResourceVersion})
+	c.add(c.written, eventKey(e), writtenEvent{count: e.Count, firstTimestamp: e.FirstTimestamp, name: e.Name, resourceVersion: e.ResourceVersion, uid: e.InvolvedObject.UID})
 }

@@ -156,3 +156,50 @@ func TestCorrelatorMatchesUpstream(t *testing.T) {
 		})
 	}
 }
+
+// Forget drops a gone pod's entries from all three caches and leaves the
+// others': the forgotten pod's next event starts afresh (count 1), the
+// other pod's repeat is still a patch of its event.
+func TestCorrelatorForgetsAGonePod(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	c := NewCorrelator(clk)
+	for _, pod := range []string{"gone", "kept"} {
+		first, _ := c.Correlate(podEvent(clk, pod, "Started", "Started container app"))
+		c.UpdateState(first.Event)
+	}
+	if n := len(c.byObject); n != 2 {
+		t.Fatalf("indexed %d objects, want 2", n)
+	}
+	c.Forget("uid-gone")
+	if _, ok := c.byObject["uid-gone"]; ok {
+		t.Error("the forgotten pod is still indexed")
+	}
+	// kept: an event, its aggregate record and its spam bucket.
+	if got := c.written.Len() + c.aggregates.Len() + c.spam.Len(); got != 3 {
+		t.Errorf("%d cache entries left, want the kept pod's 3", got)
+	}
+	again, _ := c.Correlate(podEvent(clk, "gone", "Started", "Started container app"))
+	if again.Event.Count != 1 || again.Patch != nil {
+		t.Errorf("the forgotten pod's repeat: count %d, patch %q; want a new event", again.Event.Count, again.Patch)
+	}
+	repeat, _ := c.Correlate(podEvent(clk, "kept", "Started", "Started container app"))
+	if repeat.Event.Count != 2 || repeat.Patch == nil {
+		t.Errorf("the kept pod's repeat: count %d, patch %v; want a patch to count 2", repeat.Event.Count, repeat.Patch != nil)
+	}
+}
+
+// The index follows the caches' evictions: it never holds more objects
+// than the caches hold entries.
+func TestCorrelatorIndexFollowsEvictions(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	c := NewCorrelator(clk)
+	for i := range cacheEntries + 500 {
+		c.Correlate(podEvent(clk, fmt.Sprintf("p%d", i), "Started", "Started container app"))
+	}
+	if n := len(c.byObject); n != cacheEntries {
+		t.Errorf("indexed %d objects, want %d (one per cached pod)", n, cacheEntries)
+	}
+	if _, ok := c.byObject["uid-p0"]; ok {
+		t.Error("the first pod, evicted from every cache, is still indexed")
+	}
+}

@@ -79,6 +79,11 @@ type DispatcherConfig struct {
 	// and handles in-place resizes (a spec whose resources changed); nil
 	// admits with Admit and resizes nothing.
 	Allocations Allocations
+	// ForgetEvents drops what the event correlator holds about a pod whose
+	// worker housekeeping forgets (events.Broadcaster.Forget), so that a
+	// kubelet churning pods does not keep 4096 gone pods' event records;
+	// may be nil.
+	ForgetEvents func(uid types.UID)
 	// Metrics receives kubelet_desired_pods, kubelet_active_pods,
 	// kubelet_working_pods and kubelet_restarted_pods_total; nil means a
 	// private set nobody serves.
@@ -286,6 +291,9 @@ func (d *Dispatcher) HandleHousekeeping(ctx context.Context) {
 	for uid, s := range states {
 		if _, wanted := d.cfg.Pods.Get(uid); (!wanted || s.RestartRequested) && s.State == podworkers.Terminated && s.Cleaned {
 			d.cfg.Workers.Forget(uid)
+			if d.cfg.ForgetEvents != nil {
+				d.cfg.ForgetEvents(uid)
+			}
 			delete(states, uid)
 		}
 	}

@@ -190,10 +190,12 @@ func TestHousekeeping(t *testing.T) {
 			mirrors := &fakeMirrors{}
 			var keep []types.UID
 			cgroupsCleaned, extra := false, 0
+			var eventsForgotten []types.UID
 			d := NewDispatcher(DispatcherConfig{
 				Pods: pods, Workers: workers, Runtime: tc.rt, Mirrors: mirrors,
 				SourcesReady:   func() bool { return tc.sourcesReady },
 				OnHousekeeping: func(context.Context) { extra++ },
+				ForgetEvents:   func(uid types.UID) { eventsForgotten = append(eventsForgotten, uid) },
 				CleanupPodCgroups: func(k map[types.UID]bool) {
 					cgroupsCleaned = true
 					for uid := range k {
@@ -211,6 +213,11 @@ func TestHousekeeping(t *testing.T) {
 			sort.Slice(workers.forgotten, func(i, j int) bool { return workers.forgotten[i] < workers.forgotten[j] })
 			if !reflect.DeepEqual(workers.forgotten, tc.want.forgotten) {
 				t.Errorf("forgotten %v, want %v", workers.forgotten, tc.want.forgotten)
+			}
+			// The event correlator forgets exactly the pods whose workers go.
+			sort.Slice(eventsForgotten, func(i, j int) bool { return eventsForgotten[i] < eventsForgotten[j] })
+			if !reflect.DeepEqual(eventsForgotten, tc.want.forgotten) {
+				t.Errorf("events forgotten for %v, want %v", eventsForgotten, tc.want.forgotten)
 			}
 			sort.Slice(keep, func(i, j int) bool { return keep[i] < keep[j] })
 			if cgroupsCleaned != (tc.want.keep != nil) || !reflect.DeepEqual(keep, tc.want.keep) {
