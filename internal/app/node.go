@@ -76,9 +76,9 @@ func declaredFeatures(ctx context.Context, cfg *kubeletconfig.KubeletConfigurati
 	if err != nil {
 		return nil, fmt.Errorf("failed to set feature gates from initial flags-based config: %w", err)
 	}
-	v, err := version.Parse(options.Version)
+	v, err := kubeletVersion()
 	if err != nil {
-		return nil, fmt.Errorf("failed to parse version: %w", err)
+		return nil, err
 	}
 	in := nodestatus.DeclareInput{Gates: gateAdapter{gates}, KubeletVersion: v}
 	if gates.Enabled(options.NodeDeclaredFeatures) {
@@ -104,4 +104,14 @@ type gateAdapter struct{ featuregate.FeatureGate }
 
 func (a gateAdapter) Enabled(name string) bool {
 	return a.FeatureGate.Enabled(featuregate.Feature(name))
+}
+
+// kubeletVersion is the kubelet's version, for the node declared features
+// (upstream parses version.Get()).
+func kubeletVersion() (*version.Version, error) {
+	v, err := version.Parse(options.Version)
+	if err != nil {
+		return nil, fmt.Errorf("failed to parse version: %w", err)
+	}
+	return v, nil
 }

@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // initResizePatch is a pods/resize strategic merge patch of one init
@@ -50,7 +51,8 @@ func waitDeclared(t *testing.T, n *node, want []string) {
 // declares what upstream v1.36 declares by default less what our kubelet
 // does not honour; the API server then accepts an in-place resize of a
 // running non-sidecar init container, and our kubelet applies it to the
-// container's cgroup. Restarted with InPlacePodVerticalScalingInitContainers
+// container's cgroup; a pod bound here needing an undeclared feature fails
+// admission with upstream's reason. Restarted with InPlacePodVerticalScalingInitContainers
 // off, the kubelet stops declaring it and the API server refuses that
 // resize, naming the feature.
 func TestNodeDeclaredFeatures(t *testing.T) {
@@ -95,6 +97,20 @@ func TestNodeDeclaredFeatures(t *testing.T) {
 	}
 	if cs := initContainerStatusOf(p, "init"); cs.ContainerID != initID || cs.RestartCount != 0 {
 		t.Errorf("the init container was restarted for its resize: %+v", cs)
+	}
+
+	// A pod bound here that needs an undeclared feature (a
+	// RestartAllContainers rule) fails admission as on upstream's kubelet.
+	ra := podOn(n.NodeName, "restartall")
+	ra.Spec.Containers[0].RestartPolicy = ptr.To(v1.ContainerRestartPolicyNever)
+	ra.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers,
+		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+	if _, err := n.client.CoreV1().Pods(ns).Create(ctx, ra, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ra = waitPod(t, n.client, ns, "restartall", "failed admission", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if want := "Pod requires node features that are not available: RestartAllContainersOnContainerExits"; ra.Status.Reason != "PodFeatureUnsupported" || ra.Status.Message != want {
+		t.Errorf("pod status %q %q, want PodFeatureUnsupported %q", ra.Status.Reason, ra.Status.Message, want)
 	}
 
 	// Not declared: the API server refuses, naming the feature.

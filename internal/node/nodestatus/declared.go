@@ -23,7 +23,7 @@ var featureSupport = map[string]support{
 		"streaming server, with no v5.channel.k8s.io translation nor SPDY-over-WebSocket port-forward tunnel; " +
 		"containerd 1.6 refuses v5.channel.k8s.io, so the API server must keep translating"},
 	"RestartAllContainersOnContainerExits": {reason: "container restartPolicyRules are not implemented " +
-		"(the pod's restartPolicy applies, with an UnsupportedField warning)"},
+		"(a pod with a RestartAllContainers rule fails admission, PodFeatureUnsupported)"},
 	"UserNamespacesHostNetworkSupport": {reason: "a pod with hostUsers: false and hostNetwork: true is refused " +
 		"(the runtime's user namespace is never combined with the host network)"},
 }
