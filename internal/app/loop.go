@@ -128,6 +128,15 @@ func newLoopParts(ctx context.Context, b *base, node *nodeParts, p *podParts) (*
 	if shutdownMgr != nil {
 		ac.Shutdown = shutdownMgr
 	}
+	if node.static.DeclaredFeatures != nil {
+		v, err := kubeletVersion()
+		if err != nil {
+			return nil, err
+		}
+		if ac.Features, err = admission.NewDeclaredFeatures(node.static.DeclaredFeatures, v); err != nil {
+			return nil, err
+		}
+	}
 	admitter, err := admission.NewAdmitter(ac)
 	if err != nil {
 		return nil, err

@@ -313,6 +313,9 @@ func validateConfig(c *kubeletconfigv1beta1.KubeletConfiguration) field.ErrorLis
 	if errs := logsapi.Validate(&c.Logging, loggingFeatureGate(c), field.NewPath("logging")); len(errs) > 0 {
 		v.errs = append(v.errs, errs...)
 	}
+	if _, err := FeatureGates(c); err != nil {
+		v.errs = append(v.errs, field.Invalid(field.NewPath("featureGates"), c.FeatureGates, err.Error()))
+	}
 	return v.errs
 }
 

@@ -37,6 +37,11 @@ type Inputs struct {
 	// reports (see FromRuntimeStatus); nil leaves them out.
 	RuntimeHandlers []v1.NodeRuntimeHandler
 	Features        *v1.NodeFeatures
+	// DeclaredFeatures is node.status.declaredFeatures, decided once at
+	// start-up (Declare): nil leaves the field alone (the
+	// NodeDeclaredFeatures gate is off); non-nil replaces it, an empty list
+	// clearing what an earlier kubelet on this node declared.
+	DeclaredFeatures []string
 
 	// Images are the images on the node, in any order; SetStatus sorts
 	// them by size and keeps MaxImages of them.

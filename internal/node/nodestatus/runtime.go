@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 )
@@ -68,4 +69,14 @@ func conditionString(c *runtimeapi.RuntimeCondition) string {
 		return "<nil>"
 	}
 	return fmt.Sprintf("%s=%t reason:%s message:%s", c.Type, c.Status, c.Reason, c.Message)
+}
+
+// DeclaredRuntimeFeatures are the runtime features that feature discovery
+// reads (Declare), from a CRI Status answer; none when the call failed, as
+// upstream's start-up prefetch.
+func DeclaredRuntimeFeatures(resp *runtimeapi.StatusResponse, err error) ndf.RuntimeFeatures {
+	if err != nil {
+		return ndf.RuntimeFeatures{}
+	}
+	return ndf.RuntimeFeatures{UserNamespacesHostNetwork: resp.GetFeatures().GetUserNamespacesHostNetwork()}
 }

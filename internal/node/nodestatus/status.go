@@ -65,9 +65,9 @@ var pressures = []pressure{
 
 // SetStatus fills node.Status from in as of now: addresses, capacity and
 // allocatable, nodeInfo, daemon endpoints, images, runtime handlers and
-// features, and the MemoryPressure, DiskPressure, PIDPressure and Ready
-// conditions (heartbeat now; transition time kept unless the status
-// flipped), and volumesInUse when given. Fields and conditions owned by
+// features, declared features, and the MemoryPressure, DiskPressure,
+// PIDPressure and Ready conditions (heartbeat now; transition time kept
+// unless the status flipped), and volumesInUse when given. Fields and conditions owned by
 // others (volumesAttached, extended resources, NetworkUnavailable, ...)
 // are left alone.
 func SetStatus(node *v1.Node, in Inputs, now time.Time) {
@@ -79,6 +79,12 @@ func SetStatus(node *v1.Node, in Inputs, now time.Time) {
 	node.Status.RuntimeHandlers = slices.Clone(in.RuntimeHandlers)
 	if in.Features != nil {
 		node.Status.Features = in.Features.DeepCopy()
+	}
+	if in.DeclaredFeatures != nil {
+		node.Status.DeclaredFeatures = nil
+		if len(in.DeclaredFeatures) > 0 {
+			node.Status.DeclaredFeatures = slices.Clone(in.DeclaredFeatures)
+		}
 	}
 	if in.VolumesInUse != nil {
 		node.Status.VolumesInUse = slices.Clone(in.VolumesInUse)

@@ -37,6 +37,10 @@ type AdmitterConfig struct {
 	// Shutdown rejects pods while the node shuts down (the graceful node
 	// shutdown manager's handler, last as upstream); may be nil.
 	Shutdown PodAdmitter
+	// Features rejects pods needing node features the node does not
+	// declare (DeclaredFeatures; right after the pressure check, as
+	// upstream); nil when NodeDeclaredFeatures is off.
+	Features PodAdmitter
 }
 
 // PodAdmitter is one more admit handler.
@@ -45,10 +49,11 @@ type PodAdmitter interface {
 }
 
 // Admitter runs upstream's admit handlers in their order: the eviction
-// manager's pressure check, the sysctl allowlist, then (ours) the pod
-// fields this kubelet rejects (podspec.Rejection), then the predicates
-// against the current Node, then the node shutdown manager's. An admitted pod that sets fields the kubelet
-// does not act on gets one UnsupportedField warning naming them
+// manager's pressure check, the declared features check, the sysctl
+// allowlist, then (ours) the pod fields this kubelet rejects
+// (podspec.Rejection), then the predicates against the current Node, then
+// the node shutdown manager's. An admitted pod that sets fields the
+// kubelet does not act on gets one UnsupportedField warning naming them
 // (podspec.Unsupported).
 type Admitter struct {
 	cfg     AdmitterConfig
@@ -69,6 +74,11 @@ func NewAdmitter(cfg AdmitterConfig) (*Admitter, error) {
 func (a *Admitter) Admit(pod *v1.Pod, active []*v1.Pod) (ok bool, reason, message string) {
 	if a.cfg.Pressure != nil {
 		if ok, reason, msg := a.cfg.Pressure.Admit(pod); !ok {
+			return false, reason, msg
+		}
+	}
+	if a.cfg.Features != nil {
+		if ok, reason, msg := a.cfg.Features.Admit(pod); !ok {
 			return false, reason, msg
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/utils/ptr"
 
 	"github.com/seed-kubelet/kubelet/internal/pods/podspec"
@@ -32,6 +33,13 @@ func TestAdmitterOrder(t *testing.T) {
 		p.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "kernel.msgmax", Value: "1"}}}
 	}
 	huge := testPod("huge", rl("cpu", "64"), unsafe)
+	restartAll := testPod("restartall", rl("cpu", "64"), unsafe, func(p *v1.Pod) {
+		p.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers}}
+	})
+	features, err := NewDeclaredFeatures([]string{"InPlacePodLevelResourcesVerticalScaling"}, version.MustParse("1.36.3"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name       string
 		pressure   Pressure
@@ -40,14 +48,16 @@ func TestAdmitterOrder(t *testing.T) {
 		wantOK     bool
 		wantReason string
 	}{
-		{name: "pressure first", pressure: pressure{reject: true}, pod: huge, wantReason: "Evicted"},
+		{name: "pressure first", pressure: pressure{reject: true}, pod: restartAll, wantReason: "Evicted"},
+		{name: "then the declared features", pressure: pressure{}, pod: restartAll, wantReason: "PodFeatureUnsupported"},
 		{name: "then sysctls", pressure: pressure{}, pod: huge, wantReason: "SysctlForbidden"},
 		{name: "then the predicates", allowed: []string{"kernel.msg*"}, pod: huge, wantReason: "OutOfcpu"},
 		{name: "admitted", allowed: []string{"kernel.msgmax"}, pod: testPod("small", rl("cpu", "100m"), unsafe), wantOK: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			a, err := NewAdmitter(AdmitterConfig{Node: fixedNode{testNode()}, Pressure: c.pressure, KernelRelease: "6.1.0", AllowedUnsafeSysctls: c.allowed})
+			a, err := NewAdmitter(AdmitterConfig{Node: fixedNode{testNode()}, Pressure: c.pressure, KernelRelease: "6.1.0", AllowedUnsafeSysctls: c.allowed,
+				Features: features})
 			if err != nil {
 				t.Fatal(err)
 			}
