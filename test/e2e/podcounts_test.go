@@ -6,35 +6,16 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/seed-kubelet/kubelet/test/e2e/framework"
+	ifw "github.com/seed-kubelet/kubelet/test/integration/framework"
 )
-
-// podCountSeries reads the series of a gauge or counter family as
-// "name=value,..." (labels sorted by name) → value.
-func podCountSeries(mf *dto.MetricFamily) map[string]float64 {
-	out := map[string]float64{}
-	for _, m := range mf.GetMetric() {
-		var l []string
-		for _, lp := range m.GetLabel() {
-			l = append(l, lp.GetName()+"="+lp.GetValue())
-		}
-		v := m.GetGauge().GetValue()
-		if mf.GetType() == dto.MetricType_COUNTER {
-			v = m.GetCounter().GetValue()
-		}
-		out[strings.Join(l, ",")] = v
-	}
-	return out
-}
 
 // TestPodCountMetrics: on a cluster node with one API pod and one static
 // pod (and its mirror pod), /metrics counts them as upstream's
@@ -89,7 +70,7 @@ spec:
 				if !ok {
 					return false, fmt.Errorf("no %s", family)
 				}
-				got := podCountSeries(mf)
+				got := ifw.SeriesValues(mf)
 				if family == "kubelet_working_pods" && len(got) != 15 {
 					return false, fmt.Errorf("%s has %d series, want upstream's 15", family, len(got))
 				}

@@ -54,25 +54,6 @@ func scrapeFamilies(url string) (map[string]*dto.MetricFamily, error) {
 	return parser.TextToMetricFamilies(strings.NewReader(string(body)))
 }
 
-// seriesValues maps each series of a gauge or counter family to its value,
-// keyed by its labels as name=value joined with commas (sorted by name,
-// as the exposition writes them).
-func seriesValues(mf *dto.MetricFamily) map[string]float64 {
-	out := map[string]float64{}
-	for _, m := range mf.GetMetric() {
-		var l []string
-		for _, lp := range m.GetLabel() {
-			l = append(l, lp.GetName()+"="+lp.GetValue())
-		}
-		v := m.GetGauge().GetValue()
-		if mf.GetType() == dto.MetricType_COUNTER {
-			v = m.GetCounter().GetValue()
-		}
-		out[strings.Join(l, ",")] = v
-	}
-	return out
-}
-
 // expectSeries checks the named series of the families (others must be 0
 // for working_pods, which upstream writes in full).
 func expectSeries(mfs map[string]*dto.MetricFamily, want map[string]map[string]float64) error {
@@ -81,7 +62,7 @@ func expectSeries(mfs map[string]*dto.MetricFamily, want map[string]map[string]f
 		if !ok {
 			return fmt.Errorf("no %s", family)
 		}
-		got := seriesValues(mf)
+		got := framework.SeriesValues(mf)
 		if family == "kubelet_working_pods" && len(got) != 15 {
 			return fmt.Errorf("%s has %d series, want upstream's 15: %v", family, len(got), got)
 		}
